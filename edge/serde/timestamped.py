@@ -1,0 +1,79 @@
+"""``ValueAndTimestamp`` and its serde: what KTable stores hold (Kafka's TimestampedKeyValueStore format).
+
+Wire format: 8-byte big-endian signed timestamp (ms) followed by the inner serde's bytes. A
+``ValueAndTimestamp`` whose value is ``None`` serializes to ``None`` (a tombstone), mirroring
+``ValueAndTimestamp.make`` returning null in Kafka Streams.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Generic, NamedTuple, TypeVar
+
+from edge.errors import SerdeError
+from edge.serde.base import Serde
+
+T = TypeVar("T")
+
+_TS = struct.Struct(">q")
+_pack_ts = _TS.pack
+_unpack_ts_from = _TS.unpack_from
+
+
+class ValueAndTimestamp(NamedTuple, Generic[T]):
+    value: T
+    timestamp: int
+
+
+class ValueAndTimestampSerde(Generic[T]):
+    """Wraps an inner value serde with an 8-byte timestamp prefix."""
+
+    __slots__ = ("_inner_de", "_inner_ser", "inner")
+
+    def __init__(self, inner: Serde[T]) -> None:
+        self.inner = inner
+        self._inner_ser = inner.serialize
+        self._inner_de = inner.deserialize
+
+    def serialize(self, topic: str, value: ValueAndTimestamp[T] | None) -> bytes | None:
+        if value is None:
+            return None
+        try:
+            v, ts = value
+        except (TypeError, ValueError) as exc:
+            raise SerdeError(
+                f"ValueAndTimestampSerde needs a ValueAndTimestamp(value, timestamp), got "
+                f"{type(value).__name__}",
+                topic=topic,
+            ) from exc
+        if v is None:
+            return None
+        raw = self._inner_ser(topic, v)
+        try:
+            return _pack_ts(ts) + raw  # type: ignore[operator]
+        except struct.error as exc:
+            raise SerdeError(f"invalid timestamp {ts!r}: {exc}", topic=topic) from exc
+
+    def deserialize(self, topic: str, data: bytes | None) -> ValueAndTimestamp[T] | None:
+        if data is None:
+            return None
+        if len(data) < 8:
+            raise SerdeError(
+                f"value-and-timestamp payload must be at least 8 bytes, got {len(data)} ({bytes(data)!r}); "
+                f"the store/topic was not written with ValueAndTimestampSerde",
+                topic=topic,
+            )
+        return ValueAndTimestamp(self._inner_de(topic, data[8:]), _unpack_ts_from(data)[0])
+
+    def __repr__(self) -> str:
+        return f"ValueAndTimestampSerde({self.inner!r})"
+
+
+def raw_timestamp(data: bytes) -> int:
+    """Timestamp of a serialized ValueAndTimestamp without deserializing the value."""
+    return _unpack_ts_from(data)[0]
+
+
+def raw_value(data: bytes | None) -> bytes | None:
+    """Inner value bytes of a serialized ValueAndTimestamp (``None`` stays ``None``)."""
+    return None if data is None else data[8:]
