@@ -1,0 +1,72 @@
+"""Explicit topic creation: the embedded broker must never auto-create (topics need retention set)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from edge.errors import StreamhouseError
+from edge.kafka.profile import KafkaClientConfig
+
+
+class TopicAdminError(StreamhouseError):
+    pass
+
+
+@dataclass(frozen=True)
+class TopicSpec:
+    name: str
+    partitions: int = 1
+    replication_factor: int = 1
+    config: Mapping[str, str] = field(default_factory=dict)
+
+
+def create_topics(
+    client: KafkaClientConfig, specs: Iterable[TopicSpec], *, timeout_s: float = 30.0
+) -> list[str]:
+    """Create the topics that do not exist yet; returns the names created.
+
+    An existing topic with fewer partitions than asked for is an error (co-partitioning would break);
+    more is accepted because a real cluster's topics are often over-provisioned.
+    """
+    specs = list(specs)
+    if not specs:
+        return []
+    admin = AdminClient(client.admin())
+    try:
+        existing = admin.list_topics(timeout=timeout_s).topics
+    except KafkaException as exc:
+        raise TopicAdminError(f"cannot reach Kafka at {client.bootstrap_servers}: {exc}") from exc
+    to_create = []
+    for spec in specs:
+        meta = existing.get(spec.name)
+        if meta is None:
+            to_create.append(
+                NewTopic(
+                    spec.name,
+                    num_partitions=spec.partitions,
+                    replication_factor=spec.replication_factor,
+                    config=client.topic_config(spec.config),
+                )
+            )
+        elif len(meta.partitions) < spec.partitions:
+            raise TopicAdminError(
+                f"topic {spec.name!r} exists with {len(meta.partitions)} partitions but {spec.partitions} "
+                "are required; recreate it or use a new name"
+            )
+    if not to_create:
+        return []
+    futures = admin.create_topics(to_create, request_timeout=timeout_s)
+    created = []
+    for name, future in futures.items():
+        try:
+            future.result()
+            created.append(name)
+        except KafkaException as exc:
+            if exc.args and exc.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS:
+                continue
+            raise TopicAdminError(f"could not create topic {name!r}: {exc}") from exc
+    return created

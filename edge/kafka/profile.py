@@ -1,0 +1,69 @@
+"""Client settings for the two broker profiles: the embedded Tansu broker and a real Kafka cluster.
+
+The profile is always an explicit setting, never guessed from the address: the embedded broker needs
+settings that would be wrong for a real cluster (it completes a group join only after
+``session.timeout.ms / 2``, so a short session timeout keeps rebalances fast; it must never auto-create
+topics because every topic needs explicit retention), while a real cluster gets Kafka's normal defaults
+plus whatever SASL/TLS settings the user passes through.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class BrokerProfile(StrEnum):
+    EMBEDDED = "embedded"
+    REAL = "real"
+
+
+#: Measured on Tansu: without these a consumer-group join takes 22+ s and fetches idle 500 ms.
+EMBEDDED_CONSUMER_DEFAULTS: Mapping[str, Any] = {
+    "session.timeout.ms": 2000,
+    "heartbeat.interval.ms": 300,
+    "fetch.wait.max.ms": 10,
+    "partition.assignment.strategy": "range",
+    "allow.auto.create.topics": False,
+}
+
+#: Topics on the embedded broker always get explicit retention (it applies none by itself).
+EMBEDDED_TOPIC_DEFAULTS: Mapping[str, str] = {
+    "retention.ms": str(7 * 24 * 3600 * 1000),
+    "retention.bytes": "-1",
+}
+
+
+@dataclass(frozen=True)
+class KafkaClientConfig:
+    """Builds librdkafka configs for consumers, producers and admin clients of one cluster."""
+
+    bootstrap_servers: str
+    profile: BrokerProfile = BrokerProfile.EMBEDDED
+    #: Passed through to every client unchanged (security.protocol, sasl.*, ssl.*, client.id, ...).
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def common(self) -> dict[str, Any]:
+        return {"bootstrap.servers": self.bootstrap_servers, **self.extra}
+
+    def admin(self, **overrides: Any) -> dict[str, Any]:
+        return {**self.common(), **overrides}
+
+    def producer(self, **overrides: Any) -> dict[str, Any]:
+        return {**self.common(), **overrides}
+
+    def consumer(self, group_id: str | None = None, **overrides: Any) -> dict[str, Any]:
+        conf: dict[str, Any] = self.common()
+        if self.profile is BrokerProfile.EMBEDDED:
+            conf.update(EMBEDDED_CONSUMER_DEFAULTS)
+        if group_id is not None:
+            conf["group.id"] = group_id
+        conf.update(overrides)
+        return conf
+
+    def topic_config(self, config: Mapping[str, str] | None = None) -> dict[str, str]:
+        merged = dict(EMBEDDED_TOPIC_DEFAULTS) if self.profile is BrokerProfile.EMBEDDED else {}
+        merged.update(config or {})
+        return merged

@@ -1,0 +1,1 @@
+"""The ``streamhouse`` command line: one group per concern (broker, demo, edge, ...)."""
