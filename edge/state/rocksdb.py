@@ -1,0 +1,284 @@
+"""RocksDB bytes key-value store on rocksdict: one DB per store per task.
+
+Layout: ``<state_dir>/<application_id>/<task_id>/rocksdb/<store_name>``. The DB runs in raw (bytes)
+mode with the write-ahead log disabled -- as in Kafka Streams the changelog topic is the log, and
+:meth:`flush` flushes memtables to SST files before the runtime writes its checkpoint. Live RocksDB
+iterators pin the DB (and its LOCK), so every iterator is tracked and closed on :meth:`close`.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterable
+from pathlib import Path
+
+from rocksdict import (
+    BlockBasedOptions,
+    Cache,
+    DBCompressionType,
+    Options,
+    Rdict,
+    ReadOptions,
+    WriteBatch,
+    WriteOptions,
+)
+
+from edge.errors import StateStoreError
+from edge.state.api import StoreContext
+from edge.state.iterators import BaseKeyValueIterator, EmptyIterator, prefix_successor
+
+#: records per WriteBatch when restoring / writing big batches (bounds memory of one batch)
+BATCH_SIZE = 10_000
+
+_BLOCK_CACHE: Cache | None = None
+_BLOCK_CACHE_BYTES = 64 * 1024 * 1024
+
+
+def _shared_block_cache() -> Cache:
+    """One LRU block cache shared by every store in the process (like a Streams RocksDBConfigSetter)."""
+    global _BLOCK_CACHE
+    if _BLOCK_CACHE is None:
+        _BLOCK_CACHE = Cache(_BLOCK_CACHE_BYTES)
+    return _BLOCK_CACHE
+
+
+def default_options() -> Options:
+    opts = Options(raw_mode=True)
+    opts.create_if_missing(True)
+    opts.set_write_buffer_size(16 * 1024 * 1024)
+    opts.set_max_write_buffer_number(3)
+    opts.set_compression_type(DBCompressionType.lz4())
+    opts.set_keep_log_file_num(2)
+    table = BlockBasedOptions()
+    table.set_block_cache(_shared_block_cache())
+    table.set_bloom_filter(10, False)
+    table.set_block_size(16 * 1024)
+    opts.set_block_based_table_factory(table)
+    return opts
+
+
+def store_dir(context: StoreContext, name: str) -> Path:
+    return context.task_dir / "rocksdb" / name
+
+
+def destroy_store_dir(path: Path | str) -> None:
+    """Wipe a store's RocksDB directory (corrupt state): the runtime then restores from the changelog."""
+    path = Path(path)
+    if path.exists():
+        try:
+            Rdict.destroy(str(path), Options(raw_mode=True))
+        except Exception:
+            pass
+        shutil.rmtree(path, ignore_errors=True)
+
+
+class RocksDBIterator(BaseKeyValueIterator):
+    __slots__ = ("_items", "_next", "_prefix")
+
+    def __init__(self, items, prefix: bytes | None, store: str, registry: set) -> None:
+        super().__init__(store, registry)
+        self._items = items
+        self._next = items.__next__
+        self._prefix = prefix  # only set when no finite upper bound exists (all-0xff prefix)
+
+    def _advance(self) -> tuple:
+        kv = self._next()
+        p = self._prefix
+        if p is not None and not kv[0].startswith(p):
+            raise StopIteration
+        return kv
+
+    def _release(self) -> None:
+        # Dropping the last refs frees the native iterator (CPython refcounting), unpinning the DB.
+        self._next = None  # type: ignore[assignment]
+        self._items = None
+
+
+class RocksDBKeyValueStore:
+    persistent = True
+
+    def __init__(self, name: str, options_factory=default_options) -> None:
+        self.name = name
+        self._options_factory = options_factory
+        self._db: Rdict | None = None
+        self._iters: set = set()
+        self._context: StoreContext | None = None
+        self.path: Path | None = None
+        self._dirty = False
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+    def init(self, context: StoreContext) -> None:
+        if self._db is not None:
+            raise StateStoreError("store is already initialised", store=self.name, task_id=context.task_id)
+        self._context = context
+        path = self.path = store_dir(context, self.name)
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise self._error(f"cannot create the store directory: {exc}") from exc
+        try:
+            db = Rdict(str(path), options=self._options_factory())
+        except Exception as exc:
+            msg = str(exc)
+            locked = "lock" in msg.lower()
+            if locked:
+                raise self._error(
+                    f"cannot open RocksDB, its directory is locked by another open instance ({msg}); "
+                    f"close the other store instance (or stop the other process using this state.dir)"
+                ) from exc
+            raise self._error(
+                f"cannot open RocksDB ({msg}); the local state is unusable -- wipe the directory "
+                f"(edge.state.rocksdb.destroy_store_dir) and restore from the changelog",
+                corrupt=True,
+            ) from exc
+        wo = WriteOptions()
+        wo.disable_wal = True
+        db.set_write_options(wo)
+        self._db = db
+        self.get = db.get  # type: ignore[method-assign]  # Rdict.get returns None when missing
+        self._dirty = False
+
+    def _error(self, message: str, corrupt: bool = False) -> StateStoreError:
+        ctx = self._context
+        return StateStoreError(
+            message,
+            store=self.name,
+            task_id=ctx.task_id if ctx else None,
+            partition=ctx.partition if ctx else None,
+            path=str(self.path) if self.path else None,
+            corrupt=corrupt,
+        )
+
+    def _closed_error(self) -> StateStoreError:
+        return self._error("state store is not open (not initialised yet or already closed)")
+
+    @property
+    def is_open(self) -> bool:
+        return self._db is not None
+
+    def flush(self) -> None:
+        db = self._db
+        if db is None:
+            raise self._closed_error()
+        if self._dirty:
+            db.flush(True)
+            self._dirty = False
+
+    def close(self) -> None:
+        db = self._db
+        if db is None:
+            return
+        for it in list(self._iters):
+            it.close()
+        self._db = None
+        self.get = self._closed_get  # type: ignore[method-assign]
+        try:
+            if self._dirty:
+                db.flush(True)
+            db.close()
+        except Exception as exc:
+            raise self._error(f"error while closing RocksDB: {exc}") from exc
+        finally:
+            del db
+
+    def _closed_get(self, key: bytes) -> bytes | None:
+        raise self._closed_error()
+
+    # -- point operations --------------------------------------------------------------------------
+    def get(self, key: bytes) -> bytes | None:  # replaced by Rdict.get on init
+        raise self._closed_error()
+
+    def get_many(self, keys: list[bytes]) -> list[bytes | None]:
+        db = self._db
+        if db is None:
+            raise self._closed_error()
+        return db.get(keys)  # multi-get
+
+    def put(self, key: bytes, value: bytes | None, timestamp: int = 0) -> None:
+        db = self._db
+        if db is None:
+            raise self._closed_error()
+        if value is None:
+            db.delete(key)
+        else:
+            db.put(key, value)
+        self._dirty = True
+
+    def put_if_absent(self, key: bytes, value: bytes, timestamp: int = 0) -> bytes | None:
+        old = self.get(key)
+        if old is None:
+            self.put(key, value, timestamp)
+        return old
+
+    def delete(self, key: bytes, timestamp: int = 0) -> bytes | None:
+        old = self.get(key)
+        if old is not None:
+            self._db.delete(key)  # type: ignore[union-attr]
+            self._dirty = True
+        return old
+
+    def put_all(self, entries: Iterable[tuple[bytes, bytes | None, int]]) -> None:
+        self._write_batches((k, v) for k, v, _ in entries)
+
+    def restore_batch(self, records: Iterable[tuple[bytes, bytes | None]]) -> None:
+        self._write_batches(records)
+
+    def _write_batches(self, records: Iterable[tuple[bytes, bytes | None]]) -> None:
+        db = self._db
+        if db is None:
+            raise self._closed_error()
+        wb = WriteBatch(raw_mode=True)
+        put = wb.put
+        delete = wb.delete
+        n = 0
+        for k, v in records:
+            if v is None:
+                delete(k)
+            else:
+                put(k, v)
+            n += 1
+            if n == BATCH_SIZE:
+                db.write(wb)
+                wb = WriteBatch(raw_mode=True)
+                put = wb.put
+                delete = wb.delete
+                n = 0
+        if n:
+            db.write(wb)
+        self._dirty = True
+
+    # -- scans -------------------------------------------------------------------------------------
+    def _iterate(self, start: bytes | None, upper: bytes | None, prefix: bytes | None) -> RocksDBIterator:
+        db = self._db
+        if db is None:
+            raise self._closed_error()
+        ro = ReadOptions()
+        if upper is not None:
+            ro.set_iterate_upper_bound(upper)
+        items = db.items(from_key=start, read_opt=ro)
+        return RocksDBIterator(items, prefix, self.name, self._iters)
+
+    def range(self, from_key: bytes | None, to_key: bytes | None) -> BaseKeyValueIterator:
+        if from_key is not None and to_key is not None and from_key > to_key:
+            if self._db is None:
+                raise self._closed_error()
+            return EmptyIterator(self.name)
+        # inclusive upper bound: the smallest key greater than to_key is to_key + b"\x00"
+        return self._iterate(from_key, None if to_key is None else to_key + b"\x00", None)
+
+    def prefix_scan(self, prefix: bytes) -> BaseKeyValueIterator:
+        end = prefix_successor(prefix)
+        return self._iterate(prefix or None, end, prefix if (end is None and prefix) else None)
+
+    def all(self) -> BaseKeyValueIterator:
+        return self._iterate(None, None, None)
+
+    def approximate_num_entries(self) -> int:
+        db = self._db
+        if db is None:
+            raise self._closed_error()
+        try:
+            n = db.property_int_value("rocksdb.estimate-num-keys")
+        except Exception:
+            n = None
+        return int(n) if n is not None else 0
