@@ -1,0 +1,142 @@
+"""Reading Delta tables from Spark (without Delta jars), Arrow and DuckDB.
+
+Spark reads the exact file list of a snapshot as plain Parquet with the Delta schema; partition
+values come from the *log* (joined by file name) rather than from directory names, so files written
+by any Delta writer (Spark layout or delta-rs layout) read back identically.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from assets.delta.location import TableLocation, resolve
+from assets.delta.snapshot import ActiveFile, active_files, open_table, partition_columns, schema_json
+
+if TYPE_CHECKING:
+    import duckdb
+    import pyarrow as pa
+    from pyspark.sql import DataFrame, SparkSession
+
+FILE_NAME_COL = "__streamhouse_file_name"
+
+
+def _struct_type(fields: list[dict[str, Any]]) -> Any:
+    from pyspark.sql.types import StructType
+
+    return StructType.fromJson({"type": "struct", "fields": fields})
+
+
+def read_files(
+    spark: SparkSession,
+    location: TableLocation,
+    table_schema: dict[str, Any],
+    partition_cols: Sequence[str],
+    files: Sequence[ActiveFile],
+    *,
+    with_file_name: bool = False,
+) -> DataFrame:
+    """A DataFrame over exactly `files`, in table column order (optionally with their file name)."""
+    from pyspark.sql import functions as F
+
+    columns = [f["name"] for f in table_schema["fields"]]
+    out_columns = [*columns, FILE_NAME_COL] if with_file_name else columns
+    full_schema = _struct_type(table_schema["fields"])
+    if not files:
+        empty = spark.createDataFrame([], full_schema)
+        return empty.withColumn(FILE_NAME_COL, F.lit(None).cast("string")) if with_file_name else empty
+
+    data_fields = [f for f in table_schema["fields"] if f["name"] not in partition_cols]
+    paths = [location.spark_path(f.rel_path) for f in files]
+    df = spark.read.schema(_struct_type(data_fields)).parquet(*paths)
+    if not partition_cols and not with_file_name:
+        return df.select(*columns)
+    df = df.withColumn(FILE_NAME_COL, F.col("_metadata.file_name"))
+    if partition_cols:
+        names = [posixpath.basename(f.rel_path) for f in files]
+        if len(set(names)) != len(names):
+            raise RuntimeError(
+                f"Delta table {location.uri} has data files with identical names in different partitions; "
+                "run optimize() to rewrite them before reading with Spark."
+            )
+        mapping_schema = ", ".join([f"`{FILE_NAME_COL}` string", *[f"`{p}` string" for p in partition_cols]])
+        rows = [
+            (name, *[f.partition_values.get(p) for p in partition_cols])
+            for name, f in zip(names, files, strict=True)
+        ]
+        mapping = spark.createDataFrame(rows, mapping_schema)
+        types = {f["name"]: f["type"] for f in table_schema["fields"]}
+        for p in partition_cols:
+            mapping = mapping.withColumn(p, F.col(p).cast(_struct_type([_field(p, types[p])])[p].dataType))
+        df = df.join(F.broadcast(mapping), FILE_NAME_COL)
+    return df.select(*out_columns)
+
+
+def _field(name: str, data_type: Any) -> dict[str, Any]:
+    return {"name": name, "type": data_type, "nullable": True, "metadata": {}}
+
+
+def read_spark(
+    spark: SparkSession,
+    table_uri: str | os.PathLike[str],
+    *,
+    version: int | None = None,
+    timestamp: datetime | str | None = None,
+) -> DataFrame:
+    """The table (optionally time-travelled) as a Spark DataFrame with the Delta schema."""
+    location = resolve(table_uri)
+    dt = open_table(location, version=version, timestamp=timestamp)
+    return read_files(spark, location, schema_json(dt), partition_columns(dt), active_files(dt))
+
+
+def read_arrow(
+    table_uri: str | os.PathLike[str],
+    *,
+    version: int | None = None,
+    timestamp: datetime | str | None = None,
+    columns: Sequence[str] | None = None,
+    filters: Any = None,
+) -> pa.Table:
+    """The table as an Arrow table via deltalake (filters: pyarrow expression or DNF tuples)."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    dt = open_table(resolve(table_uri), version=version, timestamp=timestamp)
+    dataset = dt.to_pyarrow_dataset()
+    expression = None
+    if filters is not None:
+        expression = filters if isinstance(filters, pc.Expression) else pq.filters_to_expression(filters)
+    return dataset.to_table(columns=list(columns) if columns is not None else None, filter=expression)
+
+
+def duckdb_relation(
+    con: duckdb.DuckDBPyConnection,
+    table_uri: str | os.PathLike[str],
+    *,
+    version: int | None = None,
+    timestamp: datetime | str | None = None,
+    view_name: str | None = None,
+) -> duckdb.DuckDBPyRelation:
+    """A DuckDB relation over the table's Arrow dataset (DuckDB's `delta` extension needs a download).
+
+    With `view_name` the dataset is also registered as a view so it can be used in SQL.
+    """
+    dt = open_table(resolve(table_uri), version=version, timestamp=timestamp)
+    dataset = dt.to_pyarrow_dataset()
+    if view_name:
+        con.register(view_name, dataset)
+        return con.table(view_name)
+    return con.from_arrow(dataset)
+
+
+def table_version(table_uri: str | os.PathLike[str]) -> int:
+    """Latest committed version (TableNotFoundError if there is no table)."""
+    return open_table(resolve(table_uri)).version()
+
+
+def history(table_uri: str | os.PathLike[str], limit: int | None = None) -> list[dict[str, Any]]:
+    """Commit infos, newest first, each with its `version`."""
+    return open_table(resolve(table_uri)).history(limit)

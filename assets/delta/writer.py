@@ -1,0 +1,410 @@
+"""`write_delta`: Spark computes and writes Parquet, deltalake commits it atomically.
+
+Flow: load one snapshot -> skip if the app transactions are already committed -> check schema and
+options against that snapshot -> let Spark write Parquet to staging -> move files into the table ->
+ONE commit through the snapshot's handle (adds, removes, app txns, commit metadata). Writes that
+remove files commit with zero retries, so any concurrent commit surfaces as CommitConflictError
+instead of being silently rebased; on any failure the moved files are deleted again.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from deltalake import CommitProperties, DeltaTable, Field, Transaction
+from deltalake.exceptions import CommitFailedError, DeltaError
+from deltalake.transaction import AddAction, RemoveAction, create_table_with_add_actions
+
+from assets.delta.errors import (
+    CommitConflictError,
+    PartitionFilterError,
+    SchemaMismatchError,
+    WriteOptionsError,
+)
+from assets.delta.location import TableLocation, resolve
+from assets.delta.partitions import (
+    normalize_where,
+    parse_partition_value,
+    partition_matches,
+    spark_predicate,
+    to_partition_string,
+)
+from assets.delta.reader import FILE_NAME_COL, read_files
+from assets.delta.schema import (
+    SchemaPlan,
+    primitive_column_types,
+    reconcile,
+    spark_schema_json,
+    to_delta_schema,
+)
+from assets.delta.snapshot import ActiveFile, active_files, partition_columns, schema_json
+from assets.delta.staging import StagedFile, discard, new_staging, publish, remove_staging, write_staged
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+WriteMode = Literal["append", "overwrite", "overwrite_where", "merge"]
+_MODES = ("append", "overwrite", "overwrite_where", "merge")
+# commitInfo keys delta-rs generates or type-checks; user metadata with these names is namespaced.
+_RESERVED_COMMIT_KEYS = {
+    "timestamp",
+    "operation",
+    "engineInfo",
+    "operationParameters",
+    "readVersion",
+    "isolationLevel",
+    "isBlindAppend",
+    "clientVersion",
+}
+
+
+@dataclass(frozen=True)
+class AppTransaction:
+    """Idempotency token: (app_id, version) is recorded in the commit; re-running is a no-op."""
+
+    app_id: str
+    version: int
+
+
+@dataclass(frozen=True)
+class CommitResult:
+    table_uri: str
+    version: int
+    skipped: bool
+    files_added: int
+    files_removed: int
+    rows_written: int
+
+
+def _validate_options(
+    mode: str,
+    where: Mapping[str, Any] | None,
+    merge_keys: Sequence[str] | None,
+    app_transactions: Sequence[AppTransaction],
+    table_uri: str,
+) -> None:
+    if mode not in _MODES:
+        raise WriteOptionsError(
+            f"mode={mode!r} is not one of {_MODES} (table {table_uri}).", table_uri=table_uri
+        )
+    if where is not None and mode != "overwrite_where":
+        raise WriteOptionsError(
+            f"`where` is only used with mode='overwrite_where' (got mode={mode!r}) for table {table_uri}.",
+            table_uri=table_uri,
+        )
+    if mode == "merge" and not merge_keys:
+        raise WriteOptionsError(
+            f"mode='merge' needs merge_keys (the columns identifying a row) for table {table_uri}.",
+            table_uri=table_uri,
+        )
+    if merge_keys and mode != "merge":
+        raise WriteOptionsError(
+            f"merge_keys are only used with mode='merge' (got mode={mode!r}) for table {table_uri}.",
+            table_uri=table_uri,
+        )
+    ids = [t.app_id for t in app_transactions]
+    if len(set(ids)) != len(ids):
+        raise WriteOptionsError(
+            f"app_transactions repeat an app_id: {ids} (table {table_uri}).", table_uri=table_uri
+        )
+    for t in app_transactions:
+        if not t.app_id or t.version < 0:
+            raise WriteOptionsError(
+                f"AppTransaction needs a non-empty app_id and version >= 0, got {t!r} (table {table_uri}).",
+                table_uri=table_uri,
+            )
+
+
+def _commit_metadata(mode: str, extra: Mapping[str, str] | None, read_version: int | None) -> dict[str, Any]:
+    metadata: dict[str, Any] = {"streamhouse.mode": mode, "streamhouse.writer": "assets.delta.write_delta"}
+    if read_version is not None:
+        metadata["streamhouse.readVersion"] = str(read_version)
+    for key, value in (extra or {}).items():
+        metadata[f"streamhouse.{key}" if key in _RESERVED_COMMIT_KEYS else key] = value
+    return metadata
+
+
+def _partition_types(plan: SchemaPlan, parts: Sequence[str], table_uri: str) -> dict[str, str]:
+    types = {f["name"]: f["type"] for f in plan.target["fields"]}
+    missing = [p for p in parts if p not in types]
+    if missing:
+        raise SchemaMismatchError(
+            f"Partition columns {missing} are not columns of the data written to {table_uri}.",
+            table_uri=table_uri,
+            columns=tuple(missing),
+        )
+    complex_parts = [p for p in parts if not isinstance(types[p], str)]
+    if complex_parts:
+        raise SchemaMismatchError(
+            f"Partition columns {complex_parts} of {table_uri} must have primitive types.",
+            table_uri=table_uri,
+            columns=tuple(complex_parts),
+        )
+    return {p: types[p] for p in parts}
+
+
+def _plan_merge(
+    df: DataFrame,
+    dt: DeltaTable | None,
+    location: TableLocation,
+    plan: SchemaPlan,
+    parts: Sequence[str],
+    partition_types: Mapping[str, str],
+    merge_keys: Sequence[str],
+) -> tuple[DataFrame, list[ActiveFile]]:
+    """Upsert plan: rewrite only the files holding a merged key; new keys are simply inserted."""
+    from pyspark.sql import functions as F
+
+    keys = list(merge_keys)
+    unknown = [k for k in keys if k not in plan.column_order]
+    if unknown:
+        raise WriteOptionsError(
+            f"merge_keys {unknown} are not columns of {location.uri} (columns: {plan.column_order}).",
+            table_uri=location.uri,
+        )
+    duplicate = df.groupBy(*keys).count().filter(F.col("count") > 1).limit(1).collect()
+    if duplicate:
+        raise WriteOptionsError(
+            f"Merge source for {location.uri} has several rows for key "
+            f"{ {k: duplicate[0][k] for k in keys} }; deduplicate the DataFrame on {keys} first.",
+            table_uri=location.uri,
+        )
+    if dt is None:
+        return df, []
+    files = active_files(dt)
+    table_schema = schema_json(dt)
+    if parts and set(parts) <= set(keys):  # only partitions present in the source can hold its keys
+        wanted = {
+            tuple(parse_partition_value(to_partition_string(row[p]), partition_types[p]) for p in parts)
+            for row in df.select(*parts).distinct().collect()
+        }
+        files = [
+            f
+            for f in files
+            if tuple(parse_partition_value(f.partition_values[p], partition_types[p]) for p in parts)
+            in wanted
+        ]
+    if not files:
+        return df, []
+
+    key_df = df.select(*keys).distinct()
+    target = read_files(df.sparkSession, location, table_schema, parts, files, with_file_name=True)
+    hit_names = {
+        row[0] for row in target.join(key_df, keys, "left_semi").select(FILE_NAME_COL).distinct().collect()
+    }
+    affected = [f for f in files if posixpath.basename(f.rel_path) in hit_names]
+    if not affected:
+        return df, []
+    kept = read_files(df.sparkSession, location, table_schema, parts, affected).join(
+        key_df, keys, "left_anti"
+    )
+    combined = kept.unionByName(df, allowMissingColumns=True).select(*plan.column_order)
+    return combined, affected
+
+
+def _remove_actions(files: Sequence[ActiveFile], now_ms: int) -> list[RemoveAction]:
+    return [RemoveAction(f.rel_path, True, now_ms, f.size, dict(f.partition_values)) for f in files]
+
+
+def _add_actions(files: Sequence[StagedFile], now_ms: int) -> list[AddAction]:
+    return [
+        AddAction(f.rel_path, f.size, dict(f.partition_values), now_ms, True, f.stats_json) for f in files
+    ]
+
+
+def _conflict(location: TableLocation, read_version: int | None, exc: Exception) -> CommitConflictError:
+    try:
+        current: int | None = DeltaTable(location.uri).version()
+    except Exception:
+        current = None
+    return CommitConflictError(
+        f"Commit to Delta table {location.uri} conflicted: it was read at version {read_version} but "
+        f"version {current} was committed by another writer meanwhile. Nothing from this write is "
+        f"visible; retry the write (app transactions make the retry safe). ({exc})",
+        table_uri=location.uri,
+        version=current,
+    )
+
+
+def _commit(
+    location: TableLocation,
+    dt: DeltaTable | None,
+    plan: SchemaPlan,
+    parts: Sequence[str],
+    adds: list[AddAction],
+    removes: list[RemoveAction],
+    properties: dict[str, Any],
+    strict: bool,
+) -> int:
+    """Commit and return the new version; CommitConflictError when another writer got in between."""
+    read_version = dt.version() if dt is not None else None
+    commit_props = CommitProperties(max_commit_retries=0 if strict else None, **properties)
+    try:
+        if dt is None:
+            create_table_with_add_actions(
+                location.uri,
+                to_delta_schema(plan.target),
+                adds,
+                mode="error",
+                partition_by=list(parts) or None,
+                commit_properties=commit_props,
+            )
+            return 0
+        if plan.evolves:
+            # delta-rs ignores a changed schema in create_write_transaction (verified in 1.6.6), so the
+            # new nullable columns are added by a metadata-only commit just before the data commit.
+            # That intermediate version is a valid table (old rows, new columns null).
+            dt.alter.add_columns(
+                [Field.from_json(_json(f)) for f in plan.new_fields],
+                commit_properties=CommitProperties(
+                    max_commit_retries=0,
+                    custom_metadata={
+                        **properties.get("custom_metadata", {}),
+                        "streamhouse.step": "schema_evolution",
+                    },
+                ),
+            )
+            dt.update_incremental()
+            if dt.version() != (read_version or 0) + 1:
+                raise CommitFailedError("concurrent commit during schema evolution")
+        expected = dt.version() + 1
+        dt.create_write_transaction(
+            [*adds, *removes],
+            "append",
+            to_delta_schema(plan.target),
+            partition_by=list(parts) or None,
+            commit_properties=commit_props,
+        )
+        if strict:
+            return expected
+        dt.update_incremental()
+        return dt.version()
+    except CommitFailedError as exc:
+        raise _conflict(location, read_version, exc) from exc
+    except DeltaError as exc:
+        if dt is None and DeltaTable.is_deltatable(location.uri):  # lost a race creating the table
+            raise _conflict(location, read_version, exc) from exc
+        raise
+
+
+def _json(field: dict[str, Any]) -> str:
+    import json
+
+    return json.dumps(field)
+
+
+def write_delta(
+    df: DataFrame,
+    table_uri: str | os.PathLike[str],
+    *,
+    mode: WriteMode = "append",
+    partition_by: Sequence[str] | None = None,
+    where: Mapping[str, object | Sequence[object]] | None = None,
+    merge_keys: Sequence[str] | None = None,
+    app_transactions: Sequence[AppTransaction] = (),
+    schema_evolution: bool = False,
+    commit_metadata: Mapping[str, str] | None = None,
+) -> CommitResult:
+    """Write a Spark DataFrame to a Delta table in one atomic commit.
+
+    Modes: append; overwrite (replace all rows); overwrite_where (replace the partitions selected by
+    `where`, every row of `df` must fall inside them); merge (upsert on `merge_keys`).
+    """
+    location = resolve(table_uri)
+    _validate_options(mode, where, merge_keys, app_transactions, location.uri)
+
+    dt = DeltaTable(location.uri) if DeltaTable.is_deltatable(location.uri) else None
+    read_version = dt.version() if dt is not None else None
+    if dt is not None and app_transactions:
+        done = {t.app_id: dt.transaction_version(t.app_id) for t in app_transactions}
+        if all(done[t.app_id] is not None and done[t.app_id] >= t.version for t in app_transactions):
+            return CommitResult(location.uri, read_version or 0, True, 0, 0, 0)
+
+    plan = reconcile(
+        spark_schema_json(df.schema),
+        schema_json(dt) if dt is not None else None,
+        schema_evolution=schema_evolution,
+        table_uri=location.uri,
+        version=read_version,
+    )
+    if dt is not None:
+        parts = partition_columns(dt)
+        if partition_by is not None and list(partition_by) != parts:
+            raise WriteOptionsError(
+                f"partition_by={list(partition_by)} differs from the partition columns {parts} of existing "
+                f"Delta table {location.uri} (version {read_version}); omit partition_by or match it.",
+                table_uri=location.uri,
+                version=read_version,
+            )
+    else:
+        parts = list(partition_by or [])
+    partition_types = _partition_types(plan, parts, location.uri)
+    data = df.select(*plan.column_order)
+
+    removes: list[ActiveFile] = []
+    if mode == "overwrite" and dt is not None:
+        removes = active_files(dt)
+    elif mode == "overwrite_where":
+        typed_where = normalize_where(where, partition_types, table_uri=location.uri, version=read_version)
+        outside = data.filter(~spark_predicate(typed_where)).limit(1).collect()
+        if outside:
+            sample = {p: outside[0][p] for p in parts}
+            raise PartitionFilterError(
+                f"overwrite_where on {location.uri}: DataFrame has rows outside where={dict(where or {})} "
+                f"(e.g. partition {sample}); filter the DataFrame or widen the predicate.",
+                table_uri=location.uri,
+                version=read_version,
+            )
+        if dt is not None:
+            removes = [
+                f
+                for f in active_files(dt)
+                if partition_matches(f.partition_values, typed_where, partition_types)
+            ]
+    elif mode == "merge":
+        data, removes = _plan_merge(data, dt, location, plan, parts, partition_types, merge_keys or ())
+
+    column_types = primitive_column_types(plan.target, exclude=set(parts))
+    staging = new_staging(location)
+    moved: list[str] = []
+    committed = False
+    try:
+        staged = write_staged(data, staging, parts, column_types)
+        moved = publish(staging, staged)
+        now_ms = int(time.time() * 1000)
+        properties: dict[str, Any] = {
+            "custom_metadata": _commit_metadata(mode, commit_metadata, read_version)
+        }
+        if app_transactions:
+            properties["app_transactions"] = [
+                Transaction(t.app_id, t.version, now_ms) for t in app_transactions
+            ]
+        strict = bool(removes) or mode != "append" or bool(app_transactions) or plan.evolves
+        version = _commit(
+            location,
+            dt,
+            plan,
+            parts,
+            _add_actions(staged, now_ms),
+            _remove_actions(removes, now_ms),
+            properties,
+            strict,
+        )
+        committed = True
+    finally:
+        if not committed:
+            discard(location, moved)
+        remove_staging(staging)
+    return CommitResult(
+        table_uri=location.uri,
+        version=version,
+        skipped=False,
+        files_added=len(staged),
+        files_removed=len(removes),
+        rows_written=sum(f.num_records for f in staged),
+    )

@@ -1,0 +1,152 @@
+"""Builds the one SparkSession the lakehouse uses, locally or on a cluster.
+
+Local and cluster sessions differ only by configuration (`master` plus `extra_conf`), so code paths
+tested against `local[2]` are the ones that run in production. Java is checked *before* the JVM is
+started because PySpark's own failure ("Java gateway process exited") does not say what to fix.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from assets.spark.errors import JavaNotFoundError, JavaVersionError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+MIN_JAVA_MAJOR = 17
+DEFAULT_APP_NAME = "streamhouse"
+LOCAL_SHUFFLE_PARTITIONS = 4
+DEFAULT_DRIVER_MEMORY = "2g"
+
+_VERSION_RE = re.compile(r'version "(?P<version>[^"]+)"')
+
+
+def _java_executable() -> str:
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home:
+        candidate = Path(java_home) / "bin" / "java"
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+        raise JavaNotFoundError(
+            f"JAVA_HOME is set to {java_home!r} but {candidate} is not an executable. "
+            f"Point JAVA_HOME at a Java {MIN_JAVA_MAJOR}+ installation or unset it to use `java` from PATH."
+        )
+    found = shutil.which("java")
+    if found is None:
+        raise JavaNotFoundError(
+            f"Spark needs Java {MIN_JAVA_MAJOR}+ but no `java` is on PATH and JAVA_HOME is not set. "
+            f"Install a JDK {MIN_JAVA_MAJOR}+ (e.g. `apt-get install openjdk-17-jre-headless`) "
+            "or set JAVA_HOME."
+        )
+    return found
+
+
+def parse_java_major(version_output: str) -> int | None:
+    """Extract the major version from `java -version` output (handles both `1.8.0_x` and `17.0.2`)."""
+    match = _VERSION_RE.search(version_output)
+    if match is None:
+        return None
+    parts = re.split(r"[.\-+_]", match.group("version"))
+    try:
+        major = int(parts[0])
+        if major == 1 and len(parts) > 1:
+            major = int(parts[1])
+    except ValueError:
+        return None
+    return major
+
+
+def check_java(min_major: int = MIN_JAVA_MAJOR) -> int:
+    """Return the Java major version, or raise an error saying how to get a usable Java."""
+    java = _java_executable()
+    try:
+        proc = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30, check=False)
+    except OSError as exc:
+        raise JavaNotFoundError(
+            f"Could not run {java} -version ({exc}); install a JDK {min_major}+."
+        ) from exc
+    output = proc.stderr + proc.stdout
+    major = parse_java_major(output)
+    if major is None:
+        raise JavaNotFoundError(
+            f"Could not determine the Java version from `{java} -version` (output: {output.strip()!r}). "
+            f"Make sure JAVA_HOME/PATH point at a JDK {min_major}+."
+        )
+    if major < min_major:
+        raise JavaVersionError(
+            f"Spark 4 needs Java {min_major}+ but {java} is Java {major}. "
+            f"Install a JDK {min_major}+ and point JAVA_HOME at it."
+        )
+    return major
+
+
+def build_spark_session(
+    master: str = "local[*]",
+    app_name: str = DEFAULT_APP_NAME,
+    ui_enabled: bool = False,
+    extra_conf: Mapping[str, str] | None = None,
+    delta_jars_available: bool = False,
+) -> SparkSession:
+    """Create (or return the active) SparkSession configured for the lakehouse.
+
+    `extra_conf` wins over every default, so a cluster deployment can override memory, shuffle
+    partitions or anything else purely by configuration. `delta_jars_available` only adds Delta's SQL
+    extension/catalog when the jars are already on the classpath (nothing is ever downloaded).
+    """
+    check_java()
+    # Executors must run the same interpreter as the driver or pickled UDFs break.
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+
+    from pyspark.sql import SparkSession
+
+    is_local = master.startswith("local")
+    conf: dict[str, str] = {
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+        "spark.ui.enabled": "true" if ui_enabled else "false",
+        "spark.driver.memory": DEFAULT_DRIVER_MEMORY,
+        "spark.sql.sources.partitionOverwriteMode": "static",
+        # The Delta layer writes Parquet then commits; Spark's _SUCCESS markers would just be noise.
+        "spark.hadoop.mapreduce.fileoutputcommitter.marksuccessfuljobs": "false",
+        "spark.hadoop.parquet.enable.summary-metadata": "false",
+        "spark.sql.parquet.compression.codec": "snappy",
+    }
+    if is_local:
+        conf.update(
+            {
+                "spark.sql.shuffle.partitions": str(LOCAL_SHUFFLE_PARTITIONS),
+                "spark.default.parallelism": str(LOCAL_SHUFFLE_PARTITIONS),
+                "spark.sql.adaptive.coalescePartitions.initialPartitionNum": str(LOCAL_SHUFFLE_PARTITIONS),
+                "spark.driver.bindAddress": "127.0.0.1",
+                "spark.driver.host": "127.0.0.1",
+                "spark.sql.warehouse.dir": str(
+                    Path(os.environ.get("TMPDIR", "/tmp")) / "streamhouse-warehouse"
+                ),
+            }
+        )
+    if delta_jars_available:
+        conf.update(
+            {
+                "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+                "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+            }
+        )
+    conf.update(extra_conf or {})
+
+    builder = SparkSession.builder.master(master).appName(app_name)
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    # getOrCreate() returns an existing session untouched for static confs; apply runtime ones anyway.
+    for key in ("spark.sql.session.timeZone", "spark.sql.parquet.outputTimestampType"):
+        spark.conf.set(key, conf[key])
+    return spark
