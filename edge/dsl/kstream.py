@@ -1,0 +1,334 @@
+"""KStream: an unbounded stream of independent records (inserts)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from edge.dsl.options import (
+    Grouped,
+    Joined,
+    Named,
+    Produced,
+    Repartitioned,
+    name_of,
+)
+from edge.errors import TopologyError
+from edge.processor.ops import stream as ops
+from edge.processor.ops.joins import KStreamTableJoin
+from edge.topology import naming
+from edge.topology.graph import GraphNode, ProcessorGraphNode, RepartitionGraphNode, SinkGraphNode
+from edge.topology.naming import check_topic_name
+
+if TYPE_CHECKING:
+    from edge.dsl.branched import BranchedKStream
+    from edge.dsl.builder import StreamsBuilder
+    from edge.dsl.grouped import KGroupedStream
+    from edge.dsl.ktable import GlobalKTable, KTable
+    from edge.processor.api import ProcessorSupplier
+    from edge.serde import Serde
+
+NamedLike = Named | str | None
+
+
+def repartition_node(
+    builder: StreamsBuilder,
+    parent: GraphNode,
+    topic_prefix: str,
+    key_serde: Serde | None,
+    value_serde: Serde | None,
+    *,
+    null_key_filter: bool = True,
+    change_values: bool = False,
+    partitioner: Any = None,
+    num_partitions: int | None = None,
+) -> RepartitionGraphNode:
+    """Kafka's ``createRepartitionedSource``: generated names are always drawn (so later names do not
+    shift); a user-chosen prefix names the nodes ``<topic>-sink``/``-filter``/``-source`` instead."""
+    topic = topic_prefix if topic_prefix.endswith("-repartition") else f"{topic_prefix}-repartition"
+    check_topic_name(topic)
+    sink = builder.names.processor(naming.SINK)
+    flt = builder.names.processor(naming.FILTER)
+    source = builder.names.processor(naming.SOURCE)
+    if not naming.is_generated(topic_prefix):
+        sink, flt, source = f"{topic}-sink", f"{topic}-filter", f"{topic}-source"
+    node = RepartitionGraphNode(
+        [parent],
+        topic,
+        sink,
+        source,
+        flt if null_key_filter else None,
+        key_serde,
+        value_serde,
+        change_values=change_values,
+        partitioner=partitioner,
+        num_partitions=num_partitions,
+    )
+    builder.add_node(node)
+    return node
+
+
+class KStream:
+    def __init__(
+        self,
+        builder: StreamsBuilder,
+        node: GraphNode,
+        key_serde: Serde | None,
+        value_serde: Serde | None,
+        repartition_required: bool = False,
+    ) -> None:
+        self._builder = builder
+        self._node = node
+        self.key_serde = key_serde
+        self.value_serde = value_serde
+        self.repartition_required = repartition_required
+
+    @property
+    def name(self) -> str:
+        return self._node.name
+
+    def _then(
+        self,
+        prefix: str,
+        named: NamedLike,
+        supplier: ProcessorSupplier,
+        *,
+        key_serde: Serde | bool | None = True,
+        value_serde: Serde | bool | None = True,
+        key_changed: bool = False,
+        stores: list[str] | None = None,
+    ) -> KStream:
+        """Add a processor after this stream. ``True`` for a serde means "unchanged"."""
+        name = self._builder.names.processor(prefix, name_of(named))
+        node = self._builder.add_node(ProcessorGraphNode(name, [self._node], supplier, stores))
+        return KStream(
+            self._builder,
+            node,
+            self.key_serde if key_serde is True else key_serde,  # type: ignore[arg-type]
+            self.value_serde if value_serde is True else value_serde,  # type: ignore[arg-type]
+            self.repartition_required or key_changed,
+        )
+
+    # -- stateless ----------------------------------------------------------------------------------
+    def filter(self, predicate: Callable[[Any, Any], bool], named: NamedLike = None) -> KStream:
+        return self._then(naming.FILTER, named, lambda: ops.KStreamFilter(predicate))
+
+    def filter_not(self, predicate: Callable[[Any, Any], bool], named: NamedLike = None) -> KStream:
+        return self._then(naming.FILTER, named, lambda: ops.KStreamFilter(predicate, negate=True))
+
+    def map(self, mapper: Callable[[Any, Any], tuple[Any, Any]], named: NamedLike = None) -> KStream:
+        """``mapper(key, value) -> (new_key, new_value)``; marks the stream for repartitioning."""
+        return self._then(
+            naming.MAP,
+            named,
+            lambda: ops.KStreamMap(mapper),
+            key_serde=None,
+            value_serde=None,
+            key_changed=True,
+        )
+
+    def map_values(
+        self, mapper: Callable[..., Any], named: NamedLike = None, *, with_key: bool = False
+    ) -> KStream:
+        """``mapper(value)`` (or ``mapper(key, value)`` with ``with_key=True``); the key is kept."""
+        return self._then(
+            naming.MAPVALUES, named, lambda: ops.KStreamMapValues(mapper, with_key), value_serde=None
+        )
+
+    def flat_map(
+        self, mapper: Callable[[Any, Any], Iterable[tuple[Any, Any]]], named: NamedLike = None
+    ) -> KStream:
+        return self._then(
+            naming.FLATMAP,
+            named,
+            lambda: ops.KStreamFlatMap(mapper),
+            key_serde=None,
+            value_serde=None,
+            key_changed=True,
+        )
+
+    def flat_map_values(
+        self, mapper: Callable[..., Iterable[Any]], named: NamedLike = None, *, with_key: bool = False
+    ) -> KStream:
+        return self._then(
+            naming.FLATMAPVALUES, named, lambda: ops.KStreamFlatMapValues(mapper, with_key), value_serde=None
+        )
+
+    def select_key(self, mapper: Callable[[Any, Any], Any], named: NamedLike = None) -> KStream:
+        return self._then(
+            naming.KEY_SELECT, named, lambda: ops.KStreamSelectKey(mapper), key_serde=None, key_changed=True
+        )
+
+    def peek(self, action: Callable[[Any, Any], None], named: NamedLike = None) -> KStream:
+        return self._then(naming.PEEK, named, lambda: ops.KStreamPeek(action, forward=True))
+
+    def foreach(self, action: Callable[[Any, Any], None], named: NamedLike = None) -> None:
+        self._then(naming.FOREACH, named, lambda: ops.KStreamPeek(action, forward=False))
+
+    def split(self, named: NamedLike = None) -> BranchedKStream:
+        from edge.dsl.branched import BranchedKStream
+
+        return BranchedKStream(self, name_of(named))
+
+    def merge(self, other: KStream, named: NamedLike = None) -> KStream:
+        if other._builder is not self._builder:
+            raise TopologyError("merge(): both streams must come from the same StreamsBuilder")
+        name = self._builder.names.processor(naming.MERGE, name_of(named))
+        node = self._builder.add_node(
+            ProcessorGraphNode(name, [self._node, other._node], ops.KStreamPassThrough)
+        )
+        same_key = self.key_serde is other.key_serde
+        same_value = self.value_serde is other.value_serde
+        return KStream(
+            self._builder,
+            node,
+            self.key_serde if same_key else None,
+            self.value_serde if same_value else None,
+            self.repartition_required or other.repartition_required,
+        )
+
+    def repartition(self, repartitioned: Repartitioned | None = None) -> KStream:
+        """Write through an internal topic (``<name>-repartition``), e.g. after ``select_key``."""
+        r = repartitioned or Repartitioned()
+        key_serde = r.key_serde or self.key_serde
+        value_serde = r.value_serde or self.value_serde
+        prefix = r.name or self._builder.names.processor(naming.REPARTITION)
+        node = repartition_node(
+            self._builder,
+            self._node,
+            prefix,
+            key_serde,
+            value_serde,
+            null_key_filter=False,
+            partitioner=r.partitioner,
+            num_partitions=r.num_partitions,
+        )
+        return KStream(self._builder, node, key_serde, value_serde, False)
+
+    def to(self, topic: str | Callable[[Any, Any], str], produced: Produced | None = None) -> None:
+        """Write to ``topic``, or to the topic ``topic(key, value)`` returns for each record."""
+        p = produced or Produced()
+        if isinstance(topic, str):
+            check_topic_name(topic)
+        name = self._builder.names.processor(naming.SINK, p.name)
+        self._builder.add_node(
+            SinkGraphNode(
+                name,
+                [self._node],
+                topic,
+                p.key_serde or self.key_serde,
+                p.value_serde or self.value_serde,
+                p.partitioner,
+            )
+        )
+
+    def process(self, supplier: ProcessorSupplier, *store_names: str, named: NamedLike = None) -> KStream:
+        """Run a Processor API processor (``supplier()`` makes one per task) with access to the stores
+        added by ``StreamsBuilder.add_state_store``; it may forward anything, so keys are assumed changed."""
+        return self._then(
+            naming.PROCESSOR,
+            named,
+            supplier,
+            key_serde=None,
+            value_serde=None,
+            key_changed=True,
+            stores=list(store_names),
+        )
+
+    # -- grouping -------------------------------------------------------------------------------------
+    def group_by(self, selector: Callable[[Any, Any], Any], grouped: Grouped | None = None) -> KGroupedStream:
+        from edge.dsl.grouped import KGroupedStream
+
+        g = grouped or Grouped()
+        keyed = self._then(
+            naming.KEY_SELECT, None, lambda: ops.KStreamSelectKey(selector), key_serde=None, key_changed=True
+        )
+        return KGroupedStream(
+            self._builder, keyed._node, g.key_serde, g.value_serde or self.value_serde, True, g.name
+        )
+
+    def group_by_key(self, grouped: Grouped | None = None) -> KGroupedStream:
+        from edge.dsl.grouped import KGroupedStream
+
+        g = grouped or Grouped()
+        return KGroupedStream(
+            self._builder,
+            self._node,
+            g.key_serde or self.key_serde,
+            g.value_serde or self.value_serde,
+            self.repartition_required,
+            g.name,
+        )
+
+    # -- joins ----------------------------------------------------------------------------------------
+    def join(
+        self,
+        table: KTable | GlobalKTable,
+        joiner: Callable[[Any, Any], Any],
+        *,
+        key_selector: Callable[[Any, Any], Any] | None = None,
+        joined: Joined | None = None,
+        named: NamedLike = None,
+    ) -> KStream:
+        """Inner join with a KTable (same key, co-partitioned) or a GlobalKTable (``key_selector(key,
+        value)`` gives the table key). ``joiner(stream_value, table_value)``; unmatched records are dropped."""
+        return self._join_table(table, joiner, key_selector, joined, named, left=False)
+
+    def left_join(
+        self,
+        table: KTable | GlobalKTable,
+        joiner: Callable[[Any, Any], Any],
+        *,
+        key_selector: Callable[[Any, Any], Any] | None = None,
+        joined: Joined | None = None,
+        named: NamedLike = None,
+    ) -> KStream:
+        """Like ``join`` but unmatched records call ``joiner(stream_value, None)``."""
+        return self._join_table(table, joiner, key_selector, joined, named, left=True)
+
+    def _join_table(
+        self,
+        table: KTable | GlobalKTable,
+        joiner: Callable[[Any, Any], Any],
+        key_selector: Callable[[Any, Any], Any] | None,
+        joined: Joined | None,
+        named: NamedLike,
+        *,
+        left: bool,
+    ) -> KStream:
+        from edge.dsl.ktable import GlobalKTable, KTable
+
+        j = joined or Joined()
+        explicit = name_of(named) or j.name
+        prefix = naming.LEFTJOIN if left else naming.JOIN
+        if isinstance(table, GlobalKTable):
+            getter = table.getter_supplier()
+            selector = key_selector or (lambda k, v: k)
+            return self._then(
+                prefix,
+                explicit,
+                lambda: KStreamTableJoin(getter, joiner, left, selector),
+                value_serde=None,
+                stores=getter.store_names,
+            )
+        if not isinstance(table, KTable):
+            raise TopologyError(f"join(): expected a KTable or GlobalKTable, got {type(table).__name__}")
+        if key_selector is not None:
+            raise TopologyError("join(): key_selector is only for GlobalKTable joins; use select_key() first")
+        if table._builder is not self._builder:
+            raise TopologyError("join(): the stream and the table must come from the same StreamsBuilder")
+        this = self
+        if self.repartition_required:
+            key_serde = j.key_serde or self.key_serde
+            value_serde = j.value_serde or self.value_serde
+            prefix_name = f"{explicit}-left" if explicit else self._node.name
+            node = repartition_node(self._builder, self._node, prefix_name, key_serde, value_serde)
+            this = KStream(self._builder, node, key_serde, value_serde, False)
+        getter = table.getter_supplier()
+        return this._then(
+            prefix,
+            explicit,
+            lambda: KStreamTableJoin(getter, joiner, left),
+            value_serde=None,
+            stores=getter.store_names,
+        )

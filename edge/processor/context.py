@@ -1,0 +1,116 @@
+"""The context each processor node gets: forwarding to its children, its stores, its task's clocks.
+
+One instance per node per task, built once at task initialisation with direct references to the
+children's ``process`` methods, so ``forward`` is a loop over bound methods and nothing else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from edge.errors import TopologyError
+from edge.processor.api import Cancellable, PunctuationType, Punctuator
+from edge.processor.punctuation import PunctuationSchedule
+from edge.processor.record import Headers, Record
+
+if TYPE_CHECKING:
+    from edge.processor.task import StreamTask
+
+
+class NodeContext:
+    __slots__ = ("_children", "_named", "_stores", "_task", "node_name")
+
+    def __init__(
+        self,
+        task: StreamTask,
+        node_name: str,
+        children: dict[str, Callable[[Record], None]],
+        stores: list[str],
+    ) -> None:
+        self._task = task
+        self.node_name = node_name
+        self._named = children
+        self._children = tuple(children.values())
+        self._stores = frozenset(stores)
+
+    def forward(self, record: Record, to: str | None = None) -> None:
+        if to is None:
+            for child in self._children:
+                child(record)
+            return
+        child = self._named.get(to)
+        if child is None:
+            raise TopologyError(
+                f"processor {self.node_name!r} forwarded to {to!r}, which is not one of its children "
+                f"{sorted(self._named)}"
+            )
+        child(record)
+
+    @property
+    def child_names(self) -> list[str]:
+        return list(self._named)
+
+    def get_state_store(self, name: str) -> Any:
+        task = self._task
+        if name in self._stores:
+            store = task.stores.get(name)
+            if store is None:
+                store = task.global_stores.get(name)
+            if store is not None:
+                return store
+        elif name in task.global_stores:
+            return task.global_stores[name]
+        raise TopologyError(
+            f"processor {self.node_name!r} is not connected to state store {name!r}; pass the store name "
+            f"to process()/add_processor(stores=...) (connected: {sorted(self._stores)})"
+        )
+
+    def schedule(self, interval_ms: int, kind: PunctuationType, punctuator: Punctuator) -> Cancellable:
+        return self._task.schedule(self, interval_ms, kind, punctuator)
+
+    def commit(self) -> None:
+        self._task.commit_requested = True
+
+    @property
+    def record_collector(self) -> Any:
+        return self._task.collector
+
+    @property
+    def application_id(self) -> str:
+        return self._task.application_id
+
+    @property
+    def task_id(self) -> str:
+        return self._task.id
+
+    @property
+    def partition(self) -> int:
+        return self._task.meta.partition
+
+    @property
+    def topic(self) -> str | None:
+        return self._task.meta.topic
+
+    @property
+    def offset(self) -> int:
+        return self._task.meta.offset
+
+    @property
+    def timestamp(self) -> int:
+        return self._task.meta.timestamp
+
+    @property
+    def headers(self) -> Headers | None:
+        return self._task.meta.headers
+
+    @property
+    def stream_time(self) -> int:
+        return self._task.stream_time
+
+    @property
+    def wall_clock_time(self) -> int:
+        return self._task.wall_clock_time
+
+
+__all__ = ["NodeContext", "PunctuationSchedule"]

@@ -1,0 +1,144 @@
+"""Per-record error handling: what happens when a record cannot be deserialized or a processor raises.
+
+A handler looks at an :class:`ErrorContext` and answers FAIL (stop the task with a
+:class:`ProcessingFailed`) or CONTINUE, optionally with dead-letter records the task sends through its
+record collector. Keeping the decision in one small object lets the runtime and the test driver share it.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import traceback
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from edge.errors import StreamhouseError
+from edge.processor.record import Headers
+
+log = logging.getLogger(__name__)
+
+# Header names follow Kafka's KIP-1034 dead-letter queue convention.
+HEADER_EXCEPTION = "__streams.errors.exception"
+HEADER_MESSAGE = "__streams.errors.message"
+HEADER_STACKTRACE = "__streams.errors.stacktrace"
+HEADER_TOPIC = "__streams.errors.topic"
+HEADER_PARTITION = "__streams.errors.partition"
+HEADER_OFFSET = "__streams.errors.offset"
+HEADER_TIMESTAMP = "__streams.errors.timestamp"
+
+
+class ErrorKind(enum.Enum):
+    DESERIALIZATION = "deserialization"
+    PROCESSING = "processing"
+
+
+class ErrorAction(enum.Enum):
+    FAIL = "fail"
+    CONTINUE = "continue"
+
+
+@dataclass(slots=True)
+class ErrorContext:
+    """The failed record as it was read (raw bytes), where it came from, and what went wrong."""
+
+    kind: ErrorKind
+    exception: BaseException
+    topic: str | None
+    partition: int
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: Headers | None
+    task_id: str
+    node_name: str | None = None
+
+
+@dataclass(slots=True)
+class DeadLetter:
+    topic: str
+    key: bytes | None
+    value: bytes | None
+    timestamp: int
+    headers: Headers
+
+
+@dataclass(slots=True)
+class ErrorResponse:
+    action: ErrorAction
+    dead_letters: list[DeadLetter] = field(default_factory=list)
+
+
+FAIL = ErrorResponse(ErrorAction.FAIL)
+CONTINUE = ErrorResponse(ErrorAction.CONTINUE)
+
+
+class ExceptionHandler(Protocol):
+    def handle(self, error: ErrorContext) -> ErrorResponse: ...
+
+
+class ProcessingFailed(StreamhouseError):
+    """A record could not be processed and the configured handler said FAIL; the task must stop."""
+
+    def __init__(self, error: ErrorContext) -> None:
+        self.error = error
+        self.topic = error.topic
+        self.partition = error.partition
+        self.offset = error.offset
+        where = f"topic={error.topic!r}, partition={error.partition}, offset={error.offset}"
+        node = f", node={error.node_name!r}" if error.node_name else ""
+        super().__init__(
+            f"{error.kind.value} error in task {error.task_id} ({where}{node}): "
+            f"{type(error.exception).__name__}: {error.exception}. Fix the record or the code, or configure "
+            f"a log-and-continue or dead-letter-queue {error.kind.value} exception handler."
+        )
+
+
+def _describe(error: ErrorContext) -> str:
+    return (
+        f"{error.kind.value} error on {error.topic}-{error.partition}@{error.offset} "
+        f"(task {error.task_id}): {type(error.exception).__name__}: {error.exception}"
+    )
+
+
+class LogAndFailHandler:
+    """Default: stop processing so a bad record or a bug is never silently skipped."""
+
+    def handle(self, error: ErrorContext) -> ErrorResponse:
+        log.error("%s; failing", _describe(error))
+        return FAIL
+
+
+class LogAndContinueHandler:
+    """Skip the record after logging it (the record is lost, its offset is committed)."""
+
+    def handle(self, error: ErrorContext) -> ErrorResponse:
+        log.warning("%s; skipping the record", _describe(error))
+        return CONTINUE
+
+
+class DeadLetterQueueHandler:
+    """Send the original bytes with error headers to ``topic`` and continue."""
+
+    def __init__(self, topic: str, *, include_stacktrace: bool = False) -> None:
+        self.topic = topic
+        self.include_stacktrace = include_stacktrace
+
+    def handle(self, error: ErrorContext) -> ErrorResponse:
+        exc = error.exception
+        headers: Headers = list(error.headers or ())
+        headers += [
+            (HEADER_EXCEPTION, f"{type(exc).__module__}.{type(exc).__qualname__}".encode()),
+            (HEADER_MESSAGE, str(exc).encode()),
+            (HEADER_TOPIC, (error.topic or "").encode()),
+            (HEADER_PARTITION, str(error.partition).encode()),
+            (HEADER_OFFSET, str(error.offset).encode()),
+            (HEADER_TIMESTAMP, str(error.timestamp).encode()),
+        ]
+        if self.include_stacktrace:
+            trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+            headers.append((HEADER_STACKTRACE, trace.encode()))
+        log.warning("%s; sent to dead-letter topic %s", _describe(error), self.topic)
+        letter = DeadLetter(self.topic, error.key, error.value, error.timestamp, headers)
+        return ErrorResponse(ErrorAction.CONTINUE, [letter])

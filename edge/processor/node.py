@@ -1,0 +1,84 @@
+"""The runtime pieces of a task's graph that are not user processors: sources and sinks.
+
+A ``SourceNode`` holds the deserializers of its topics; the task deserializes there so a bad record is
+routed to the deserialization handler before any processor sees it. A ``SinkProcessor`` serializes and
+hands bytes to the task's :class:`~edge.processor.collector.RecordCollector`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from edge.processor.api import Processor, ProcessorContext, ProcessorSupplier
+from edge.processor.record import Record
+from edge.serde import Serde
+
+TopicChooser = Callable[[Any, Any], str]
+#: partitioner(topic, key, value, num_partitions) -> partition (or None for the default).
+StreamPartitioner = Callable[[str, Any, Any, int], "int | None"]
+
+
+@dataclass(slots=True)
+class SourceNode:
+    name: str
+    topics: list[str]
+    key_serde: Serde
+    value_serde: Serde
+    children: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class ProcessorNodeSpec:
+    """One processor of a task: its instance, its children (by name) and the stores it may use."""
+
+    name: str
+    processor: Processor
+    children: list[str] = field(default_factory=list)
+    stores: list[str] = field(default_factory=list)
+
+
+class SinkProcessor(Processor):
+    __slots__ = ("_extractor", "_key_ser", "_partitioner", "_partitions_for", "_send", "_topic", "_value_ser")
+
+    def __init__(
+        self,
+        topic: str | None,
+        extractor: TopicChooser | None,
+        key_serde: Serde,
+        value_serde: Serde,
+        partitioner: StreamPartitioner | None = None,
+    ) -> None:
+        self._topic = topic
+        self._extractor = extractor
+        self._key_ser = key_serde.serialize
+        self._value_ser = value_serde.serialize
+        self._partitioner = partitioner
+
+    def init(self, context: ProcessorContext) -> None:
+        collector = context.record_collector  # type: ignore[attr-defined]
+        self._send = collector.send
+        self._partitions_for = collector.partitions_for
+
+    def process(self, record: Record) -> None:
+        topic = self._topic
+        if topic is None:
+            topic = self._extractor(record.key, record.value)  # type: ignore[misc]
+        key = record.key
+        value = record.value
+        partition = None
+        if self._partitioner is not None:
+            partition = self._partitioner(topic, key, value, self._partitions_for(topic))
+        self._send(
+            topic,
+            self._key_ser(topic, key),
+            self._value_ser(topic, value),
+            record.timestamp,
+            record.headers,
+            partition,
+        )
+
+
+def sink_supplier(*args: Any) -> ProcessorSupplier:
+    return lambda: SinkProcessor(*args)

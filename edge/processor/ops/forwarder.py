@@ -1,0 +1,40 @@
+"""How a KTable node emits a change: write its store (if materialized) and forward, unless the store
+caches, in which case the cache forwards collapsed changes when it flushes (Kafka's
+TimestampedTupleForwarder + CacheFlushListener). This is where record-cache collapsing reaches downstream.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from edge.processor.api import ProcessorContext
+from edge.processor.record import Change, Headers, Record
+from edge.serde import ValueAndTimestamp
+
+
+class TableEmitter:
+    __slots__ = ("_caching", "_forward", "_put", "store")
+
+    def __init__(self, context: ProcessorContext, store_name: str | None) -> None:
+        self._forward = context.forward
+        self.store: Any = None
+        self._caching = False
+        if store_name is not None:
+            self.store = context.get_state_store(store_name)
+            self._put = self.store.put
+            self._caching = bool(self.store.set_flush_listener(self._on_flush, True))
+
+    def _on_flush(self, key: Any, new: Any, old: Any, timestamp: int) -> None:
+        new_value = None if new is None else new[0]
+        old_value = None if old is None else old[0]
+        if new_value is None and old_value is None:
+            return
+        self._forward(Record(key, Change(new_value, old_value), timestamp))
+
+    def emit(self, key: Any, new: Any, old: Any, timestamp: int, headers: Headers | None) -> None:
+        """Record ``key``'s change to ``new`` (None = delete) from ``old``."""
+        if self.store is not None:
+            self._put(key, None if new is None else ValueAndTimestamp(new, timestamp), timestamp)
+            if self._caching:
+                return
+        self._forward(Record(key, Change(new, old), timestamp, headers))

@@ -1,0 +1,280 @@
+"""StreamTask: one sub-topology running for one partition. The Kafka runtime and the test driver both
+drive tasks through the same few methods; only where records come from and go to differs.
+
+Driving a task::
+
+    task = StreamTask(task_id("0", p), topology.build_processor_topology(0, config), config, collector,
+                      changelog_sink, partition=p, global_stores=global_task.stores)
+    task.initialize()                       # opens stores, inits processors
+    task.process(topic, partition, offset, timestamp, key_bytes, value_bytes, headers)   # per record
+    task.punctuate_stream_time()            # after each record (cheap when nothing is scheduled)
+    task.punctuate_wall_clock(now_ms)       # from the poll loop
+    offsets = task.commit_prepare()         # flush stores (cache -> forward + changelog); then commit offsets
+    task.close()
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from edge.errors import SerdeError, TopologyError
+from edge.processor.api import PunctuationType, Punctuator
+from edge.processor.context import NodeContext
+from edge.processor.handlers import ErrorAction, ErrorContext, ErrorKind, ProcessingFailed
+from edge.processor.punctuation import PunctuationQueue, PunctuationSchedule
+from edge.processor.record import Headers, Record, RecordMetadata
+from edge.state import StoreContext, StoreMetrics
+
+if TYPE_CHECKING:
+    from edge.processor.collector import RecordCollector
+    from edge.processor.config import StreamsConfig
+    from edge.state import ChangelogSink
+    from edge.topology import ProcessorTopology
+
+log = logging.getLogger(__name__)
+
+
+def task_id(subtopology: int | str, partition: int) -> str:
+    return f"{subtopology}_{partition}"
+
+
+def _wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class _Source:
+    __slots__ = ("children", "key_de", "name", "value_de")
+
+    def __init__(self, name: str, key_de: Any, value_de: Any, children: tuple) -> None:
+        self.name = name
+        self.key_de = key_de
+        self.value_de = value_de
+        self.children = children
+
+
+class StreamTask:
+    def __init__(
+        self,
+        id: str,
+        topology: ProcessorTopology,
+        config: StreamsConfig,
+        collector: RecordCollector,
+        changelog_sink: ChangelogSink | None = None,
+        *,
+        partition: int = 0,
+        global_stores: dict[str, Any] | None = None,
+        clock: Callable[[], int] = _wall_clock_ms,
+    ) -> None:
+        self.id = id
+        self.topology = topology
+        self.config = config
+        self.application_id = config.application_id
+        self.collector = collector
+        self.changelog_sink = changelog_sink
+        self.partition = partition
+        self.global_stores: dict[str, Any] = global_stores if global_stores is not None else {}
+        self.stores: dict[str, Any] = {}
+        self.meta = RecordMetadata()
+        self.meta.partition = partition
+        self.stream_time = -1
+        self._clock = clock
+        self.wall_clock_time = clock()
+        self.commit_requested = False
+        self.consumed_offsets: dict[tuple[str, int], int] = {}
+        self._sources: dict[str, _Source] = {}
+        self._stream_punctuations = PunctuationQueue()
+        self._wall_punctuations = PunctuationQueue()
+        self._deser_handler = config.deserialization_exception_handler.handle
+        self._proc_handler = config.processing_exception_handler.handle
+        self._initialized = False
+        self._closed = False
+
+    @property
+    def source_topics(self) -> list[str]:
+        return [t for s in self.topology.sources for t in s.topics]
+
+    # -- lifecycle ------------------------------------------------------------------------------------
+    def initialize(self) -> None:
+        if self._initialized:
+            return
+        pt = self.topology
+        state_dir = self.config.state_dir
+        if state_dir is None and any(b.persistent for b in pt.stores.values()):
+            state_dir = Path(tempfile.mkdtemp(prefix="streamhouse-state-"))
+            log.warning(
+                "no state_dir configured; persistent stores of task %s live in %s", self.id, state_dir
+            )
+        cached = sum(1 for b in pt.stores.values() if b.caching_enabled) or 1
+        meta = self.meta
+        for name, builder in pt.stores.items():
+            store = builder.build()
+            store.init(
+                StoreContext(
+                    application_id=self.application_id,
+                    task_id=self.id,
+                    partition=self.partition,
+                    state_dir=Path(state_dir or "."),
+                    changelog_topic=pt.changelog_topics.get(name),
+                    changelog_sink=self.changelog_sink,
+                    cache_max_bytes=self.config.cache_max_bytes // cached,
+                    metrics=StoreMetrics(),
+                    record_timestamp=lambda: meta.timestamp,
+                )
+            )
+            self.stores[name] = store
+        processes = {spec.name: spec.processor.process for spec in pt.processors}
+        contexts = [
+            NodeContext(self, spec.name, {c: processes[c] for c in spec.children}, spec.stores)
+            for spec in pt.processors
+        ]
+        for src in pt.sources:
+            source = _Source(
+                src.name,
+                src.key_serde.deserialize,
+                src.value_serde.deserialize,
+                tuple(processes[c] for c in src.children),
+            )
+            for topic in src.topics:
+                self._sources[topic] = source
+        # children before parents, so a parent's init may rely on its children being ready
+        for spec, ctx in reversed(list(zip(pt.processors, contexts, strict=True))):
+            spec.processor.init(ctx)
+        self._initialized = True
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        errors: list[BaseException] = []
+        for spec in self.topology.processors:
+            try:
+                spec.processor.close()
+            except Exception as exc:
+                errors.append(exc)
+        for store in self.stores.values():
+            try:
+                store.close()
+            except Exception as exc:
+                errors.append(exc)
+        if errors:
+            raise errors[0]
+
+    # -- per record -----------------------------------------------------------------------------------
+    def process(
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        timestamp: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Headers | None = None,
+    ) -> None:
+        """Deserialize at the source, run the sub-topology; errors go to the configured handlers."""
+        source = self._sources.get(topic)
+        if source is None:
+            raise TopologyError(
+                f"task {self.id} does not consume topic {topic!r} (it reads {self.source_topics})"
+            )
+        meta = self.meta
+        meta.topic = topic
+        meta.partition = partition
+        meta.offset = offset
+        meta.timestamp = timestamp
+        meta.key_bytes = key
+        meta.value_bytes = value
+        meta.headers = headers
+        self.consumed_offsets[(topic, partition)] = offset
+        try:
+            k = source.key_de(topic, key)
+            v = source.value_de(topic, value)
+        except Exception as exc:
+            if isinstance(exc, SerdeError):
+                exc = exc.with_position(topic=topic, partition=partition, offset=offset)
+            self._handle(ErrorKind.DESERIALIZATION, exc, source.name)
+            return
+        if timestamp > self.stream_time:
+            self.stream_time = timestamp
+        record = Record(k, v, timestamp, headers)
+        try:
+            for child in source.children:
+                child(record)
+        except ProcessingFailed:
+            raise
+        except Exception as exc:
+            self._handle(ErrorKind.PROCESSING, exc, None)
+
+    def _handle(self, kind: ErrorKind, exc: BaseException, node: str | None) -> None:
+        meta = self.meta
+        error = ErrorContext(
+            kind,
+            exc,
+            meta.topic,
+            meta.partition,
+            meta.offset,
+            meta.timestamp,
+            meta.key_bytes,
+            meta.value_bytes,
+            meta.headers,
+            self.id,
+            node,
+        )
+        handler = self._deser_handler if kind is ErrorKind.DESERIALIZATION else self._proc_handler
+        response = handler(error)
+        for letter in response.dead_letters:
+            self.collector.send(
+                letter.topic, letter.key, letter.value, letter.timestamp, letter.headers, None
+            )
+        if response.action is ErrorAction.FAIL:
+            raise ProcessingFailed(error) from exc
+
+    # -- punctuation ----------------------------------------------------------------------------------
+    def schedule(
+        self, node: NodeContext, interval_ms: int, kind: PunctuationType, punctuator: Punctuator
+    ) -> PunctuationSchedule:
+        if kind is PunctuationType.STREAM_TIME:
+            return self._stream_punctuations.add(PunctuationSchedule(node, interval_ms, punctuator, 0))
+        start = self.wall_clock_time + interval_ms
+        return self._wall_punctuations.add(PunctuationSchedule(node, interval_ms, punctuator, start))
+
+    def punctuate_stream_time(self) -> bool:
+        if not self._stream_punctuations or self.stream_time < 0:
+            return False
+        return self._punctuate(self._stream_punctuations, self.stream_time)
+
+    def punctuate_wall_clock(self, now_ms: int | None = None) -> bool:
+        self.wall_clock_time = self._clock() if now_ms is None else now_ms
+        if not self._wall_punctuations:
+            return False
+        return self._punctuate(self._wall_punctuations, self.wall_clock_time)
+
+    def _punctuate(self, queue: PunctuationQueue, now: int) -> bool:
+        fired = queue.due(now)
+        meta = self.meta
+        for schedule in fired:
+            meta.topic, meta.offset, meta.timestamp, meta.headers = None, -1, now, None
+            meta.key_bytes = meta.value_bytes = None
+            try:
+                schedule.punctuator(now)
+            except ProcessingFailed:
+                raise
+            except Exception as exc:
+                self._handle(ErrorKind.PROCESSING, exc, schedule.node.node_name)
+        return bool(fired)
+
+    # -- commit ---------------------------------------------------------------------------------------
+    def commit_prepare(self) -> dict[tuple[str, int], int]:
+        """Flush every store (cache -> downstream + changelog -> store); return offsets to commit.
+
+        The returned offsets are the *next* offsets to read (last processed + 1), per (topic, partition).
+        Cache flushes may forward records downstream and into the collector, so flush the producer after.
+        """
+        for store in self.stores.values():
+            store.flush()
+        self.commit_requested = False
+        return {tp: off + 1 for tp, off in self.consumed_offsets.items()}

@@ -1,0 +1,437 @@
+"""TopologyTestDriver: run a topology in-process with no broker, on the same StreamTask, processors and
+stores the Kafka runtime uses; only Kafka I/O is replaced by in-memory queues.
+
+Like Kafka Streams' driver it runs one task per sub-topology (partition 0), commits after every input
+record by default (so record caches flush per record; pass ``auto_commit=False`` and call
+:meth:`TopologyTestDriver.commit` to observe cache collapsing), and feeds records written to topics the
+topology reads (repartition topics, or a user topic it also consumes) back in as input.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections import defaultdict, deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from edge.errors import StreamhouseError, TopologyError
+from edge.processor.config import StreamsConfig
+from edge.processor.record import Headers
+from edge.processor.task import StreamTask, task_id
+from edge.serde import Serde, ValueAndTimestamp
+from edge.topology import Topology
+
+
+class NoRecordError(StreamhouseError, LookupError):
+    """An output topic was read past its last record."""
+
+
+@dataclass(slots=True)
+class TestRecord:
+    key: Any
+    value: Any
+    timestamp: int | None = None
+    headers: Headers = field(default_factory=list)
+
+    __test__ = False  # not a pytest class
+
+
+@dataclass(slots=True)
+class _Raw:
+    topic: str
+    key: bytes | None
+    value: bytes | None
+    timestamp: int
+    headers: Headers | None
+    partition: int | None
+
+
+class _Collector:
+    """RecordCollector + ChangelogSink of the driver: every produced record lands in an output queue."""
+
+    def __init__(self, driver: TopologyTestDriver) -> None:
+        self._driver = driver
+
+    def send(
+        self,
+        topic: str,
+        key: bytes | None,
+        value: bytes | None,
+        timestamp: int,
+        headers: Headers | None,
+        partition: int | None = None,
+    ) -> None:
+        self._driver._produced(_Raw(topic, key, value, timestamp, headers, partition))
+
+    def partitions_for(self, topic: str) -> int:
+        return 1
+
+
+class _ChangelogSink:
+    def __init__(self, driver: TopologyTestDriver) -> None:
+        self._driver = driver
+
+    def send(self, topic: str, partition: int, key: bytes, value: bytes | None, timestamp: int) -> None:
+        self._driver._outputs[topic].append(_Raw(topic, key, value, timestamp, None, partition))
+
+
+class TopologyTestDriver:
+    __test__ = False
+
+    def __init__(
+        self,
+        topology: Topology,
+        config: StreamsConfig | None = None,
+        *,
+        initial_wall_clock_ms: int = 0,
+        auto_commit: bool = True,
+    ) -> None:
+        config = config or StreamsConfig(application_id="topology-test-driver")
+        self._tmp: Path | None = None
+        if config.state_dir is None:
+            self._tmp = Path(tempfile.mkdtemp(prefix="streamhouse-ttd-"))
+            config = replace(config, state_dir=self._tmp)
+        self.config = config
+        self.topology = topology
+        self.auto_commit = auto_commit
+        self._clock = initial_wall_clock_ms
+        self._outputs: dict[str, deque[_Raw]] = defaultdict(deque)
+        self._queue: deque[_Raw] = deque()
+        self._offsets: dict[str, int] = defaultdict(int)
+        self._draining = False
+        self._closed = False
+        collector, sink = _Collector(self), _ChangelogSink(self)
+        app = config.application_id
+
+        def clock() -> int:
+            return self._clock
+
+        self._global_task: StreamTask | None = None
+        self._tasks: list[StreamTask] = []
+        self._task_by_topic: dict[str, StreamTask] = {}
+        try:
+            for st in topology.subtopologies():
+                if st.is_global:
+                    pt = topology.build_processor_topology(st.id, config)
+                    self._global_task = StreamTask("global", pt, config, collector, sink, clock=clock)
+                    self._global_task.initialize()
+            global_stores = self._global_task.stores if self._global_task else {}
+            for st in topology.subtopologies():
+                if st.is_global:
+                    continue
+                pt = topology.build_processor_topology(st.id, config)
+                task = StreamTask(
+                    task_id(st.id, 0), pt, config, collector, sink, global_stores=global_stores, clock=clock
+                )
+                task.initialize()
+                self._tasks.append(task)
+                for topic in task.source_topics:
+                    self._task_by_topic[topic] = task
+            self._global_topics = {topology.resolve_topic(t, app) for t in topology.global_topics()}
+        except BaseException:
+            self.close()
+            raise
+
+    # -- input ------------------------------------------------------------------------------------------
+    def create_input_topic(
+        self,
+        topic: str,
+        key_serde: Serde | None = None,
+        value_serde: Serde | None = None,
+        *,
+        start_timestamp: int | None = None,
+        auto_advance_ms: int = 0,
+    ) -> TestInputTopic:
+        resolved = self.topology.resolve_topic(topic, self.config.application_id)
+        if resolved not in self._task_by_topic and resolved not in self._global_topics:
+            raise TopologyError(
+                f"topic {topic!r} is not an input of this topology; it reads {sorted(self._known())}"
+            )
+        return TestInputTopic(
+            self,
+            resolved,
+            key_serde or self.config.default_key_serde,
+            value_serde or self.config.default_value_serde,
+            self._clock if start_timestamp is None else start_timestamp,
+            auto_advance_ms,
+        )
+
+    def _known(self) -> set[str]:
+        return set(self._task_by_topic) | self._global_topics
+
+    def pipe_raw(
+        self,
+        topic: str,
+        key: bytes | None,
+        value: bytes | None,
+        timestamp: int,
+        headers: Headers | None = None,
+    ) -> None:
+        """Pipe one serialized record, then process everything it causes (repartition hops, commits)."""
+        if self._closed:
+            raise StreamhouseError("the TopologyTestDriver is closed")
+        self._queue.append(_Raw(topic, key, value, timestamp, headers, 0))
+        self._drain()
+
+    def _produced(self, raw: _Raw) -> None:
+        self._outputs[raw.topic].append(raw)
+        if raw.topic in self._task_by_topic or raw.topic in self._global_topics:
+            self._queue.append(raw)
+
+    def _drain(self) -> None:
+        if self._draining:
+            return
+        self._draining = True
+        try:
+            queue = self._queue
+            while queue:
+                raw = queue.popleft()
+                offset = self._offsets[raw.topic]
+                self._offsets[raw.topic] = offset + 1
+                if raw.topic in self._global_topics:
+                    task = self._global_task
+                else:
+                    task = self._task_by_topic.get(raw.topic)
+                if task is None:
+                    raise TopologyError(f"topic {raw.topic!r} is not an input of this topology")
+                task.process(raw.topic, 0, offset, raw.timestamp, raw.key, raw.value, raw.headers)
+                task.punctuate_stream_time()
+                if self.auto_commit or task.commit_requested:
+                    task.commit_prepare()
+        finally:
+            self._draining = False
+
+    # -- time and commits -------------------------------------------------------------------------------
+    def advance_wall_clock_time(self, ms: int) -> None:
+        """Move the mock wall clock; fires due wall-clock punctuations (and commits when auto-committing)."""
+        if ms < 0:
+            raise StreamhouseError(f"wall-clock time can only move forward, got {ms} ms")
+        self._clock += ms
+        for task in self._all_tasks():
+            task.punctuate_wall_clock(self._clock)
+            if self.auto_commit:
+                task.commit_prepare()
+            self._drain()
+
+    @property
+    def wall_clock_ms(self) -> int:
+        return self._clock
+
+    def commit(self) -> None:
+        """Commit every task: flush stores so caches forward their (collapsed) updates downstream."""
+        for task in self._all_tasks():
+            task.commit_prepare()
+            self._drain()
+        for task in self._all_tasks():  # flushes may have produced records processed by other tasks
+            task.commit_prepare()
+            self._drain()
+
+    def _all_tasks(self) -> list[StreamTask]:
+        return ([self._global_task] if self._global_task else []) + self._tasks
+
+    # -- output -----------------------------------------------------------------------------------------
+    def create_output_topic(
+        self, topic: str, key_serde: Serde | None = None, value_serde: Serde | None = None
+    ) -> TestOutputTopic:
+        return TestOutputTopic(
+            self,
+            topic,
+            key_serde or self.config.default_key_serde,
+            value_serde or self.config.default_value_serde,
+        )
+
+    def produced_topics(self) -> set[str]:
+        return {t for t, q in self._outputs.items() if q}
+
+    # -- stores -----------------------------------------------------------------------------------------
+    def get_state_store(self, name: str) -> Any:
+        """The store itself (timestamped stores return ``ValueAndTimestamp`` values)."""
+        for task in self._all_tasks():
+            if name in task.stores:
+                return task.stores[name]
+        raise TopologyError(f"no state store named {name!r}; stores: {sorted(self.topology.store_names())}")
+
+    def get_key_value_store(self, name: str) -> ReadOnlyStoreFacade:
+        """A read view of a store that unwraps ``ValueAndTimestamp`` values (like Kafka's facade)."""
+        return ReadOnlyStoreFacade(self.get_state_store(name))
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        errors: list[BaseException] = []
+        for task in self._all_tasks():
+            try:
+                task.close()
+            except Exception as exc:
+                errors.append(exc)
+        if self._tmp is not None:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+        if errors:
+            raise errors[0]
+
+    def __enter__(self) -> TopologyTestDriver:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _unwrap(value: Any) -> Any:
+    return value.value if isinstance(value, ValueAndTimestamp) else value
+
+
+class ReadOnlyStoreFacade:
+    def __init__(self, store: Any) -> None:
+        self.store = store
+
+    def get(self, key: Any) -> Any:
+        return _unwrap(self.store.get(key))
+
+    def all(self) -> list[tuple[Any, Any]]:
+        with self.store.all() as it:
+            return [(k, _unwrap(v)) for k, v in it]
+
+    def range(self, from_key: Any, to_key: Any) -> list[tuple[Any, Any]]:
+        with self.store.range(from_key, to_key) as it:
+            return [(k, _unwrap(v)) for k, v in it]
+
+    def approximate_num_entries(self) -> int:
+        return self.store.approximate_num_entries()
+
+    def to_dict(self) -> dict[Any, Any]:
+        return dict(self.all())
+
+
+class TestInputTopic:
+    __test__ = False
+
+    def __init__(
+        self,
+        driver: TopologyTestDriver,
+        topic: str,
+        key_serde: Serde,
+        value_serde: Serde,
+        start_timestamp: int,
+        auto_advance_ms: int,
+    ) -> None:
+        self._driver = driver
+        self.topic = topic
+        self._key_ser = key_serde.serialize
+        self._value_ser = value_serde.serialize
+        self._time = start_timestamp
+        self._advance = auto_advance_ms
+
+    def _next_time(self, timestamp: int | None) -> int:
+        if timestamp is not None:
+            return timestamp
+        ts = self._time
+        self._time += self._advance
+        return ts
+
+    def advance_time(self, ms: int) -> None:
+        self._time += ms
+
+    def pipe_input(
+        self, key: Any = None, value: Any = None, timestamp: int | None = None, headers: Headers | None = None
+    ) -> None:
+        topic = self.topic
+        self._driver.pipe_raw(
+            topic,
+            self._key_ser(topic, key),
+            self._value_ser(topic, value),
+            self._next_time(timestamp),
+            headers,
+        )
+
+    def pipe_value(self, value: Any, timestamp: int | None = None) -> None:
+        self.pipe_input(None, value, timestamp)
+
+    def pipe_record(self, record: TestRecord) -> None:
+        self.pipe_input(record.key, record.value, record.timestamp, record.headers or None)
+
+    def pipe_key_value_list(self, pairs: Iterable[tuple[Any, Any]]) -> None:
+        for key, value in pairs:
+            self.pipe_input(key, value)
+
+    def pipe_value_list(self, values: Iterable[Any]) -> None:
+        for value in values:
+            self.pipe_input(None, value)
+
+    def pipe_records(self, records: Iterable[TestRecord]) -> None:
+        for record in records:
+            self.pipe_record(record)
+
+
+class TestOutputTopic:
+    __test__ = False
+
+    def __init__(self, driver: TopologyTestDriver, topic: str, key_serde: Serde, value_serde: Serde) -> None:
+        self._driver = driver
+        self.topic = topic
+        self._key_de = key_serde.deserialize
+        self._value_de = value_serde.deserialize
+
+    def _pop(self) -> _Raw:
+        queue = self._driver._outputs.get(self.topic)
+        if not queue:
+            raise NoRecordError(f"output topic {self.topic!r} has no more records")
+        return queue.popleft()
+
+    def read_record(self) -> TestRecord:
+        raw = self._pop()
+        topic = self.topic
+        return TestRecord(
+            self._key_de(topic, raw.key),
+            self._value_de(topic, raw.value),
+            raw.timestamp,
+            list(raw.headers or []),
+        )
+
+    def read_value(self) -> Any:
+        return self.read_record().value
+
+    def read_key_value(self) -> tuple[Any, Any]:
+        r = self.read_record()
+        return r.key, r.value
+
+    def read_records_to_list(self) -> list[TestRecord]:
+        out = []
+        while not self.is_empty():
+            out.append(self.read_record())
+        return out
+
+    def read_values_to_list(self) -> list[Any]:
+        return [r.value for r in self.read_records_to_list()]
+
+    def read_key_values_to_list(self) -> list[tuple[Any, Any]]:
+        return [(r.key, r.value) for r in self.read_records_to_list()]
+
+    def read_key_values_to_map(self) -> dict[Any, Any]:
+        """Latest value per key; a ``None`` value (tombstone) removes the key."""
+        out: dict[Any, Any] = {}
+        for key, value in self.read_key_values_to_list():
+            if value is None:
+                out.pop(key, None)
+            else:
+                out[key] = value
+        return out
+
+    def get_queue_size(self) -> int:
+        return len(self._driver._outputs.get(self.topic, ()))
+
+    def is_empty(self) -> bool:
+        return self.get_queue_size() == 0
+
+
+__all__ = [
+    "NoRecordError",
+    "ReadOnlyStoreFacade",
+    "TestInputTopic",
+    "TestOutputTopic",
+    "TestRecord",
+    "TopologyTestDriver",
+]

@@ -1,0 +1,48 @@
+"""Store declarations made by the DSL before serdes are known.
+
+The DSL often does not know a store's serdes (the user named none and the defaults live in the
+runtime config), so it declares a :class:`StoreSpec`; the task turns it into the state package's
+``StoreBuilder`` once the config is known. Processor API users pass a ready ``StoreBuilder`` instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from edge.serde import Serde, ValueAndTimestampSerde
+from edge.state import key_value_store_builder
+
+if TYPE_CHECKING:
+    from edge.processor.config import StreamsConfig
+    from edge.state import StoreBuilder
+
+
+@dataclass(slots=True)
+class StoreSpec:
+    name: str
+    key_serde: Serde | None = None
+    value_serde: Serde | None = None
+    persistent: bool = True
+    logging_enabled: bool = True
+    caching_enabled: bool = True
+    timestamped: bool = True
+    changelog_config: dict[str, str] | None = None
+
+    def to_builder(self, config: StreamsConfig) -> StoreBuilder:
+        value_serde = self.value_serde or config.default_value_serde
+        if self.timestamped:
+            value_serde = ValueAndTimestampSerde(value_serde)
+        return key_value_store_builder(
+            self.name,
+            self.key_serde or config.default_key_serde,
+            value_serde,
+            persistent=self.persistent,
+            logging=self.logging_enabled,
+            caching=self.caching_enabled,
+            changelog_config=self.changelog_config,
+        )
+
+
+def resolve_store_builder(builder: Any, config: StreamsConfig) -> StoreBuilder:
+    return builder.to_builder(config) if isinstance(builder, StoreSpec) else builder
