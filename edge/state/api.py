@@ -235,6 +235,7 @@ class StoreContext:
         return task_dir(self.state_dir, self.application_id, self.task_id)
 
 
+@runtime_checkable
 class StoreBuilder(Protocol):
     """How a topology declares a store; the task calls ``build()`` once per task."""
 

@@ -73,11 +73,13 @@ def destroy_store_dir(path: Path | str) -> None:
 
 
 class RocksDBIterator(BaseKeyValueIterator):
-    __slots__ = ("_items", "_next", "_prefix")
+    __slots__ = ("_items", "_next", "_prefix", "_read_opts")
 
-    def __init__(self, items, prefix: bytes | None, store: str, registry: set) -> None:
+    def __init__(self, items, read_opts, prefix: bytes | None, store: str, registry: set) -> None:
         super().__init__(store, registry)
         self._items = items
+        # The native iterator borrows the upper-bound buffer of its ReadOptions: keep them alive together.
+        self._read_opts = read_opts
         self._next = items.__next__
         self._prefix = prefix  # only set when no finite upper bound exists (all-0xff prefix)
 
@@ -92,6 +94,7 @@ class RocksDBIterator(BaseKeyValueIterator):
         # Dropping the last refs frees the native iterator (CPython refcounting), unpinning the DB.
         self._next = None  # type: ignore[assignment]
         self._items = None
+        self._read_opts = None
 
 
 class RocksDBKeyValueStore:
@@ -256,7 +259,7 @@ class RocksDBKeyValueStore:
         if upper is not None:
             ro.set_iterate_upper_bound(upper)
         items = db.items(from_key=start, read_opt=ro)
-        return RocksDBIterator(items, prefix, self.name, self._iters)
+        return RocksDBIterator(items, ro, prefix, self.name, self._iters)
 
     def range(self, from_key: bytes | None, to_key: bytes | None) -> BaseKeyValueIterator:
         if from_key is not None and to_key is not None and from_key > to_key:

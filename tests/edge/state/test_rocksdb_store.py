@@ -1,0 +1,153 @@
+"""RocksDB-specific behaviour: layout, persistence, restore, locks, corruption, iterator lifetime."""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+
+from edge.errors import StateStoreError
+from edge.serde import Serdes
+from edge.state import StoreContext
+from edge.state.rocksdb import RocksDBKeyValueStore, destroy_store_dir
+
+
+def _ctx(tmp_path, task_id="0_0", partition=0) -> StoreContext:
+    return StoreContext("app", task_id, partition, tmp_path)
+
+
+def test_directory_layout(make_store, tmp_path) -> None:
+    store = make_store("counts", task_id="1_3", partition=3)
+    assert store.inner_most().path == tmp_path / "app" / "1_3" / "rocksdb" / "counts"
+    assert (tmp_path / "app" / "1_3" / "rocksdb" / "counts" / "CURRENT").exists()
+
+
+def test_restore_batch_and_reopen_persist(tmp_path) -> None:
+    store = RocksDBKeyValueStore("s")
+    store.init(_ctx(tmp_path))
+    store.restore_batch((f"k{i:05}".encode(), f"v{i}".encode()) for i in range(25_000))  # > 1 batch
+    store.restore_batch([(b"k00001", None), (b"extra", b"x")])
+    store.close()
+
+    again = RocksDBKeyValueStore("s")
+    again.init(_ctx(tmp_path))
+    assert again.get(b"k00000") == b"v0"
+    assert again.get(b"k00001") is None
+    assert again.get(b"k24999") == b"v24999"
+    assert again.get(b"extra") == b"x"
+    assert 20_000 <= again.approximate_num_entries() <= 30_000
+    again.close()
+
+
+def test_full_stack_reopen_after_flush(make_store, tmp_path) -> None:
+    store = make_store("s", value_serde=Serdes.long())
+    store.put("a", 1)
+    store.put("b", 2)
+    store.delete("b")
+    store.close()
+    again = make_store("s", value_serde=Serdes.long())
+    assert again.get("a") == 1 and again.get("b") is None
+
+
+def test_lock_released_on_close_and_double_open_detected(tmp_path) -> None:
+    first = RocksDBKeyValueStore("s")
+    first.init(_ctx(tmp_path))
+    second = RocksDBKeyValueStore("s")
+    with pytest.raises(StateStoreError) as info:
+        second.init(_ctx(tmp_path))
+    assert info.value.corrupt is False
+    assert info.value.store == "s" and info.value.task_id == "0_0"
+    assert "locked" in str(info.value)
+    first.close()
+    second.init(_ctx(tmp_path))  # same process, lock released
+    second.close()
+
+
+def test_open_iterator_does_not_keep_lock_after_close(tmp_path) -> None:
+    store = RocksDBKeyValueStore("s")
+    store.init(_ctx(tmp_path))
+    store.put(b"a", b"1")
+    store.put(b"b", b"2")
+    it = store.all()  # deliberately left open and referenced
+    assert next(it) == (b"a", b"1")
+    store.close()
+    reopened = RocksDBKeyValueStore("s")
+    reopened.init(_ctx(tmp_path))
+    assert reopened.get(b"b") == b"2"
+    with pytest.raises(StateStoreError):
+        next(it)
+    reopened.close()
+
+
+def test_abandoned_exhausted_iterators_release_resources(tmp_path) -> None:
+    store = RocksDBKeyValueStore("s")
+    store.init(_ctx(tmp_path))
+    store.put(b"a", b"1")
+    for _ in range(3):
+        assert list(store.all()) == [(b"a", b"1")]  # exhausted -> auto-released, no close() call
+    assert store._iters == set()
+    store.close()
+
+
+def test_range_bounds_survive_garbage_collection(tmp_path) -> None:
+    store = RocksDBKeyValueStore("s")
+    store.init(_ctx(tmp_path))
+    for i in range(200):
+        store.put(b"k%03d" % i, b"v")
+    its = [store.range(b"k%03d" % i, b"k%03d" % (i + 4)) for i in range(0, 100, 10)]
+    gc.collect()
+    junk = [bytes(64) for _ in range(10_000)]  # reuse freed memory
+    for i, it in zip(range(0, 100, 10), its, strict=True):
+        assert [k for k, _ in it] == [b"k%03d" % j for j in range(i, i + 5)]
+    del junk
+    store.close()
+
+
+def test_two_tasks_do_not_collide(make_store) -> None:
+    t0 = make_store("shared", task_id="0_0", partition=0)
+    t1 = make_store("shared", task_id="0_1", partition=1)
+    t0.put("k", "from-0")
+    t1.put("k", "from-1")
+    t0.flush()
+    t1.flush()
+    assert t0.get("k") == "from-0" and t1.get("k") == "from-1"
+    assert t0.inner_most().path != t1.inner_most().path
+
+
+def test_corrupt_directory_is_reported_and_can_be_wiped(tmp_path) -> None:
+    store = RocksDBKeyValueStore("s")
+    store.init(_ctx(tmp_path))
+    store.put(b"a", b"1")
+    store.close()
+    path = store.path
+    (path / "CURRENT").write_text("garbage\n")
+    broken = RocksDBKeyValueStore("s")
+    with pytest.raises(StateStoreError) as info:
+        broken.init(_ctx(tmp_path))
+    assert info.value.corrupt is True
+    assert info.value.path == str(path)
+    destroy_store_dir(path)
+    assert not path.exists()
+    fresh = RocksDBKeyValueStore("s")
+    fresh.init(_ctx(tmp_path))
+    assert fresh.get(b"a") is None
+    fresh.close()
+
+
+def test_flush_is_cheap_when_clean(tmp_path) -> None:
+    store = RocksDBKeyValueStore("s")
+    store.init(_ctx(tmp_path))
+    store.flush()
+    store.put(b"a", b"1")
+    store.flush()
+    assert store._dirty is False
+    store.close()
+
+
+def test_approximate_count_uses_rocksdb_estimate(tmp_path) -> None:
+    store = RocksDBKeyValueStore("s")
+    store.init(_ctx(tmp_path))
+    store.put_all((b"%d" % i, b"v", 0) for i in range(1000))
+    store.flush()
+    assert 900 <= store.approximate_num_entries() <= 1100
+    store.close()
