@@ -91,7 +91,7 @@ class StreamsBuilder:
         from edge.dsl.ktable import KTable
         from edge.processor.ops.getters import StoreGetter, ValueGetterSupplier
 
-        node, spec, c = self._table_source(topic, consumed, materialized, False)
+        node, spec, _ = self._table_source(topic, consumed, materialized, False)
         name = spec.name
         getter = ValueGetterSupplier(lambda: StoreGetter(name), [name])
         return KTable(self, node, spec.key_serde, spec.value_serde, name, getter)

@@ -271,7 +271,7 @@ class KStream:
         named: NamedLike = None,
     ) -> KStream:
         """Inner join with a KTable (same key, co-partitioned) or a GlobalKTable (``key_selector(key,
-        value)`` gives the table key). ``joiner(stream_value, table_value)``; unmatched records are dropped."""
+        value)`` gives the table key). ``joiner(stream_value, table_value)``; unmatched records drop."""
         return self._join_table(table, joiner, key_selector, joined, named, left=False)
 
     def left_join(

@@ -110,7 +110,7 @@ class KTable:
         named: NamedLike = None,
         materialized: Materialized | str | None = None,
     ) -> KTable:
-        """Rows failing ``predicate(key, value)`` are absent: a row that stops matching is deleted downstream."""
+        """Rows failing ``predicate(key, value)`` are absent: a row that stops matching is deleted."""
         parent = self._getter
         return self._derive(
             naming.KTABLE_FILTER,

@@ -54,7 +54,10 @@ class Record:
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        return f"Record(key={self.key!r}, value={self.value!r}, timestamp={self.timestamp}, headers={self.headers!r})"
+        return (
+            f"Record(key={self.key!r}, value={self.value!r}, timestamp={self.timestamp}, "
+            f"headers={self.headers!r})"
+        )
 
 
 class Change:

@@ -24,6 +24,7 @@ from edge.topology.stores import StoreSpec, resolve_store_builder
 if TYPE_CHECKING:
     from edge.processor.config import StreamsConfig
     from edge.state import StoreBuilder
+    from edge.topology.describe import TopologyDescription
 
 SOURCE = "Source"
 PROCESSOR = "Processor"
@@ -197,7 +198,7 @@ class Topology:
         key_serde: Serde | None = None,
         value_serde: Serde | None = None,
     ) -> Topology:
-        """A store filled from ``topic`` (all partitions) by ``supplier``'s processor, readable by every task."""
+        """A store filled from ``topic`` (all partitions) by ``supplier``'s processor, read by every task."""
         if builder.name in self._stores:
             raise TopologyError(f"a state store named {builder.name!r} is already added")
         self.add_source(source_name, topic, key_serde=key_serde, value_serde=value_serde, _is_global=True)
