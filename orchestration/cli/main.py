@@ -15,6 +15,7 @@ import click
 from edge.errors import StreamhouseError
 from orchestration.cli.broker import broker
 from orchestration.cli.demo import demo
+from orchestration.cli.edge import edge
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -29,6 +30,7 @@ def cli() -> None:
 
 cli.add_command(broker)
 cli.add_command(demo)
+cli.add_command(edge)
 
 
 def main(argv: list[str] | None = None) -> None:

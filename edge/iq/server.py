@@ -1,0 +1,342 @@
+"""HTTP server of one instance: interactive queries, metadata, health and Prometheus metrics.
+
+Endpoints (JSON unless noted)::
+
+    GET /health                                 state of the instance
+    GET /metrics                                Prometheus text
+    GET /v1/metadata                            instances, the partitions/stores each hosts
+    GET /v1/stores                              queryable stores
+    GET /v1/stores/<store>/keys/<key>           one key (forwarded to the instance hosting it)
+    GET /v1/stores/<store>/range?from=&to=      inclusive key range, all instances (``local=true``: this one)
+    GET /v1/stores/<store>/all                  every entry, all instances (``local=true``: this one)
+
+404 unknown store or key, 400 bad parameters, 503 while the instance restores/rebalances or the owner of
+a key is unknown (retry). A key's partition is ``murmur2(key bytes) % partitions`` -- the producer's.
+Stores are read on the stream thread (``StreamsApp.run_on_stream_thread``), never concurrently.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import urllib.error
+import urllib.parse
+import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from edge.iq.keys import BadKeyError, parse_key, to_jsonable
+from edge.processor.partitioner import default_partition
+
+if TYPE_CHECKING:
+    from edge.runtime.app import StreamsApp
+
+log = logging.getLogger(__name__)
+
+FORWARDED_HEADER = "X-Streamhouse-Forwarded"
+DEFAULT_LIMIT = 10_000
+
+
+class HttpError(Exception):
+    def __init__(self, status: int, message: str, **extra: Any) -> None:
+        self.status = status
+        self.message = message
+        self.extra = extra
+        super().__init__(message)
+
+
+class QueryServer:
+    def __init__(self, app: StreamsApp, host: str, port: int) -> None:
+        self.app = app
+        handler = type("Handler", (_Handler,), {"server_app": app, "query": self})
+        self._server = ThreadingHTTPServer((host, port), handler)
+        self._server.daemon_threads = True
+        self.host = host
+        self.port = self._server.server_address[1]
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, name="streamhouse-http", daemon=True
+        )
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    # -- query logic ------------------------------------------------------------------------------------
+    def _catalog_entry(self, store: str) -> dict[str, Any]:
+        entry = self.app.store_catalog.get(store)
+        if entry is None:
+            known = sorted(self.app.store_catalog)
+            raise HttpError(404, f"unknown store {store!r}", known_stores=known)
+        return entry
+
+    def _require_running(self) -> None:
+        from edge.runtime.state import State
+
+        state = self.app.state
+        if state is not State.RUNNING or self.app.restoring:
+            raise HttpError(
+                503, f"instance is {state.value}{' (restoring)' if self.app.restoring else ''}; retry"
+            )
+
+    def get_key(self, store: str, key_text: str, forwarded: bool) -> tuple[int, dict[str, Any]]:
+        entry = self._catalog_entry(store)
+        try:
+            key = parse_key(key_text, entry["key_serde"])
+            key_bytes = entry["key_serde"].serialize("", key)
+        except BadKeyError as exc:
+            raise HttpError(400, str(exc)) from exc
+        except Exception as exc:
+            raise HttpError(400, f"key {key_text!r} cannot be serialized: {exc}") from exc
+        self._require_running()
+        app = self.app
+        if entry["global"]:
+            value = app.run_on_stream_thread(lambda: self._global_store(store).get(key))
+            return self._key_answer(store, key, value, None)
+        st, n = entry["subtopology"], entry["partitions"]
+        partition = default_partition(key_bytes, n)
+        md = app.metadata
+        owner = md.owner_of(st, partition) if md is not None else None
+        if owner is None:
+            raise HttpError(
+                503, f"no live instance hosts partition {partition} of store {store!r} yet; retry"
+            )
+        if owner.instance_id != app.instance_id:
+            if forwarded:
+                raise HttpError(503, f"partition {partition} of {store!r} is moving between instances; retry")
+            quoted_key = urllib.parse.quote(key_text, safe="")
+            path = f"/v1/stores/{urllib.parse.quote(store, safe='')}/keys/{quoted_key}"
+            return self._forward(owner.server, path)
+
+        def lookup() -> tuple[bool, Any]:
+            registry = app.registry
+            active = registry.tasks.get((st, partition)) if registry is not None else None
+            if active is None:
+                return False, None
+            return True, active.task.stores[store].get(key)
+
+        hosted, value = app.run_on_stream_thread(lookup)
+        if not hosted:
+            raise HttpError(
+                503, f"partition {partition} of store {store!r} is not hosted here right now; retry"
+            )
+        return self._key_answer(store, key, value, partition)
+
+    def _key_answer(
+        self, store: str, key: Any, value: Any, partition: int | None
+    ) -> tuple[int, dict[str, Any]]:
+        if value is None:
+            raise HttpError(404, f"key {key!r} not found in store {store!r}", partition=partition)
+        body = {
+            "store": store,
+            "key": to_jsonable(key),
+            "value": to_jsonable(value),
+            "partition": partition,
+            "instance": self.app.instance_id,
+            "server": self.app.advertised_server,
+        }
+        return 200, body
+
+    def _global_store(self, store: str) -> Any:
+        gs = self.app.global_state
+        if gs is None or store not in gs.stores:
+            raise HttpError(503, f"global store {store!r} is not loaded yet; retry")
+        return gs.stores[store]
+
+    def _forward(self, server: str, path_and_query: str) -> tuple[int, dict[str, Any]]:
+        req = urllib.request.Request(f"http://{server}{path_and_query}", headers={FORWARDED_HEADER: "1"})
+        try:
+            with urllib.request.urlopen(req, timeout=10) as resp:
+                return resp.status, orjson.loads(resp.read())
+        except urllib.error.HTTPError as exc:
+            try:
+                return exc.code, orjson.loads(exc.read())
+            except Exception:
+                return exc.code, {"error": str(exc)}
+        except (urllib.error.URLError, OSError) as exc:
+            raise HttpError(503, f"instance at {server} did not answer ({exc}); retry") from exc
+
+    def scan(
+        self, store: str, params: dict[str, str], kind: str, forwarded: bool
+    ) -> tuple[int, dict[str, Any]]:
+        entry = self._catalog_entry(store)
+        allowed = {"from", "to", "local", "limit"} if kind == "range" else {"local", "limit"}
+        unknown = set(params) - allowed
+        if unknown:
+            raise HttpError(400, f"unknown parameter(s) {sorted(unknown)}; allowed: {sorted(allowed)}")
+        try:
+            limit = int(params.get("limit", DEFAULT_LIMIT))
+            if limit < 1:
+                raise ValueError
+        except ValueError:
+            raise HttpError(400, f"limit must be a positive integer, got {params.get('limit')!r}") from None
+        local = params.get("local", "false").lower() in ("1", "true", "yes") or forwarded
+        serde = entry["key_serde"]
+        try:
+            lo = parse_key(params["from"], serde) if params.get("from") is not None else None
+            hi = parse_key(params["to"], serde) if params.get("to") is not None else None
+        except BadKeyError as exc:
+            raise HttpError(400, str(exc)) from exc
+        self._require_running()
+        app = self.app
+
+        def local_scan() -> list[tuple[bytes, Any, Any]]:
+            stores = []
+            if entry["global"]:
+                stores.append(self._global_store(store))
+            else:
+                registry = app.registry
+                for (st, _p), active in sorted(registry.tasks.items()) if registry is not None else ():
+                    if st == entry["subtopology"] and store in active.task.stores:
+                        stores.append(active.task.stores[store])
+            out: list[tuple[bytes, Any, Any]] = []
+            for s in stores:
+                it = s.all() if kind == "all" else s.range(lo, hi)
+                with it:
+                    for k, v in it:
+                        out.append((serde.serialize("", k) or b"", k, v))
+                        if len(out) >= limit * 4:
+                            break
+            return out
+
+        rows = app.run_on_stream_thread(local_scan, timeout=30)
+        entries = [{"key": to_jsonable(k), "value": to_jsonable(v), "_kb": kb} for kb, k, v in rows]
+        instances = [app.instance_id]
+        if not local and not entry["global"] and app.metadata is not None:
+            query = {k: v for k, v in params.items() if k != "local"}
+            query["local"] = "true"
+            path = f"/v1/stores/{urllib.parse.quote(store, safe='')}/{kind}?{urllib.parse.urlencode(query)}"
+            for info in app.metadata.live_instances():
+                if info.instance_id == app.instance_id:
+                    continue
+                status, body = self._forward(info.server, path)
+                if status != 200:
+                    raise HttpError(
+                        503,
+                        f"instance {info.instance_id} at {info.server} answered {status}; retry",
+                        detail=body,
+                    )
+                instances.append(info.instance_id)
+                for e in body.get("entries", []):
+                    e["_kb"] = orjson.dumps(e["key"])
+                    entries.append(e)
+        if local or entry["global"]:
+            entries.sort(key=lambda e: e["_kb"])
+        else:
+            entries.sort(key=lambda e: orjson.dumps(e["key"]))
+        for e in entries:
+            e.pop("_kb", None)
+        truncated = len(entries) > limit
+        return 200, {
+            "store": store,
+            "entries": entries[:limit],
+            "count": min(len(entries), limit),
+            "truncated": truncated,
+            "instances": instances,
+        }
+
+    def metadata(self) -> dict[str, Any]:
+        app = self.app
+        md = app.metadata
+        instances = []
+        if md is not None:
+            for info in md.live_instances():
+                stores = sorted(
+                    name
+                    for name, e in app.store_catalog.items()
+                    if e["global"] or e["subtopology"] in info.active or e["subtopology"] in info.standby
+                )
+                instances.append(
+                    {
+                        "instance": info.instance_id,
+                        "server": info.server,
+                        "state": info.state,
+                        "active": {str(k): v for k, v in info.active.items()},
+                        "standby": {str(k): v for k, v in info.standby.items()},
+                        "stores": stores,
+                        "local": info.instance_id == app.instance_id,
+                    }
+                )
+        stores = {
+            name: {"subtopology": e["subtopology"], "partitions": e["partitions"], "global": e["global"]}
+            for name, e in app.store_catalog.items()
+        }
+        return {
+            "application_id": app.config.application_id,
+            "instance": app.instance_id,
+            "server": app.advertised_server,
+            "state": app.state.value,
+            "instances": instances,
+            "stores": stores,
+        }
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server_app: StreamsApp
+    query: QueryServer
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        log.debug("http %s", format % args)
+
+    def _send(
+        self, status: int, body: bytes, content_type: str, headers: dict[str, str] | None = None
+    ) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _json(self, status: int, obj: Any) -> None:
+        headers = {"Retry-After": "1"} if status == 503 else None
+        self._send(status, orjson.dumps(obj), "application/json", headers)
+
+    def do_GET(self) -> None:
+        url = urllib.parse.urlsplit(self.path)
+        parts = [urllib.parse.unquote(p) for p in url.path.split("/") if p]
+        params = dict(urllib.parse.parse_qsl(url.query, keep_blank_values=True))
+        forwarded = self.headers.get(FORWARDED_HEADER) == "1"
+        q = self.query
+        try:
+            if parts == ["metrics"]:
+                from edge.runtime.metrics import render_metrics
+
+                self._send(
+                    200, render_metrics(self.server_app).encode(), "text/plain; version=0.0.4; charset=utf-8"
+                )
+                return
+            if parts == ["health"]:
+                app = self.server_app
+                self._json(
+                    200, {"state": app.state.value, "instance": app.instance_id, "restoring": app.restoring}
+                )
+                return
+            if parts == ["v1", "metadata"]:
+                self._json(200, q.metadata())
+                return
+            if parts == ["v1", "stores"]:
+                self._json(200, {"stores": sorted(self.server_app.store_catalog)})
+                return
+            if len(parts) == 5 and parts[:2] == ["v1", "stores"] and parts[3] == "keys":
+                status, body = q.get_key(parts[2], parts[4], forwarded)
+                self._json(status, body)
+                return
+            if len(parts) == 4 and parts[:2] == ["v1", "stores"] and parts[3] in ("range", "all"):
+                status, body = q.scan(parts[2], params, parts[3], forwarded)
+                self._json(status, body)
+                return
+            raise HttpError(404, f"no such endpoint {url.path!r}")
+        except HttpError as exc:
+            self._json(exc.status, {"error": exc.message, **exc.extra})
+        except TimeoutError:
+            self._json(503, {"error": "the stream thread is busy (restoring or rebalancing); retry"})
+        except Exception as exc:
+            log.exception("query %s failed", self.path)
+            self._json(500, {"error": f"{type(exc).__name__}: {exc}"})

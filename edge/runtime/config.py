@@ -1,0 +1,267 @@
+"""Runtime configuration of one StreamsApp instance, with Kafka Streams' key names and clear errors.
+
+``StreamsConfig.from_mapping({"application.id": "wordcount", "bootstrap.servers": "...", ...})`` accepts
+the dotted Kafka Streams names (or their snake_case attribute names); unknown keys and bad values raise
+:class:`StreamsConfigError` naming the key. Python objects (serdes, exception handlers, listeners) are
+passed as keyword arguments. ``consumer.<prop>`` / ``producer.<prop>`` keys pass librdkafka settings
+through to those clients only.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from edge.errors import StreamhouseError
+from edge.kafka.profile import BrokerProfile, KafkaClientConfig
+
+AT_LEAST_ONCE = "at_least_once"
+EXACTLY_ONCE_V2 = "exactly_once_v2"
+GUARANTEES = (AT_LEAST_ONCE, EXACTLY_ONCE_V2)
+
+#: What the uncaught exception handler may answer (Kafka's StreamsUncaughtExceptionHandler responses).
+SHUTDOWN_CLIENT = "shutdown_client"
+SHUTDOWN_APPLICATION = "shutdown_application"
+REPLACE_THREAD = "replace_thread"
+
+_APP_ID = re.compile(r"^[a-zA-Z0-9._-]{1,200}$")
+
+
+class StreamsConfigError(StreamhouseError):
+    """A runtime setting is missing, unknown or malformed; the message names the key."""
+
+
+def _parse_server(key: str, value: str) -> tuple[str, int]:
+    host, sep, port = value.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 <= int(port) < 65536:
+        raise StreamsConfigError(f"{key}: expected host:port (port 0 = pick a free one), got {value!r}")
+    return host, int(port)
+
+
+@dataclass(frozen=True)
+class StreamsConfig:
+    application_id: str
+    bootstrap_servers: str
+    broker_profile: BrokerProfile = BrokerProfile.EMBEDDED
+    #: passed to every Kafka client (SASL/TLS, client.id, ...)
+    kafka: Mapping[str, Any] = field(default_factory=dict)
+    consumer_overrides: Mapping[str, Any] = field(default_factory=dict)
+    producer_overrides: Mapping[str, Any] = field(default_factory=dict)
+    state_dir: Path = Path(".state/streams")
+    processing_guarantee: str = AT_LEAST_ONCE
+    #: None = Kafka's default for the guarantee (30 s at-least-once, 100 ms exactly-once)
+    commit_interval_ms: int | None = None
+    num_standby_replicas: int = 0
+    #: advertised ``host:port`` of this instance's query/metrics HTTP server; port 0 = a free port
+    application_server: str = "127.0.0.1:0"
+    #: interface the HTTP server binds to (loopback unless you mean to expose it)
+    http_bind_host: str = "127.0.0.1"
+    #: False disables the HTTP server (no interactive queries, no /metrics)
+    http_enabled: bool = True
+    #: stable identity of this instance (transactional.id suffix); default: persisted in the state dir
+    instance_id: str | None = None
+    cache_max_bytes: int = 10 * 1024 * 1024
+    max_poll_records: int = 1000
+    poll_ms: int = 100
+    restore_batch_records: int = 5000
+    #: a changelog partition that yields nothing for this long while restoring is an error
+    restore_timeout_ms: int = 60_000
+    #: how often an instance republishes its metadata (hosted partitions) for interactive queries
+    metadata_interval_ms: int = 2000
+    transaction_timeout_ms: int = 60_000
+    #: ``fail`` | ``continue`` | ``dlq`` (``dlq`` needs ``errors.dead.letter.queue.topic.name``)
+    default_deserialization_exception_handler: str = "fail"
+    default_processing_exception_handler: str = "fail"
+    errors_dead_letter_queue_topic_name: str | None = None
+    #: ``shutdown_client`` | ``shutdown_application``: default answer when no handler is set
+    uncaught_exception_response: str = SHUTDOWN_CLIENT
+    #: Python objects: serdes, handlers, listeners (not settable from a mapping of strings)
+    default_key_serde: Any = None
+    default_value_serde: Any = None
+    deserialization_exception_handler: Any = None
+    processing_exception_handler: Any = None
+
+    def __post_init__(self) -> None:
+        if not self.application_id or not _APP_ID.match(self.application_id):
+            raise StreamsConfigError(
+                f"application.id {self.application_id!r} must be 1-200 characters of [a-zA-Z0-9._-] "
+                "(it names the consumer group, internal topics and the state directory)"
+            )
+        if not self.bootstrap_servers:
+            raise StreamsConfigError("bootstrap.servers is required (host:port[,host:port...])")
+        for server in str(self.bootstrap_servers).split(","):
+            _parse_server("bootstrap.servers", server.strip())
+        if self.processing_guarantee not in GUARANTEES:
+            raise StreamsConfigError(
+                f"processing.guarantee must be one of {', '.join(GUARANTEES)}, "
+                f"got {self.processing_guarantee!r}"
+            )
+        for key, value, low in (
+            ("commit.interval.ms", self.commit_interval_ms, 0),
+            ("num.standby.replicas", self.num_standby_replicas, 0),
+            ("cache.max.bytes.buffering", self.cache_max_bytes, 0),
+            ("max.poll.records", self.max_poll_records, 1),
+            ("poll.ms", self.poll_ms, 0),
+            ("restore.batch.records", self.restore_batch_records, 1),
+            ("restore.timeout.ms", self.restore_timeout_ms, 1),
+            ("metadata.interval.ms", self.metadata_interval_ms, 1),
+            ("transaction.timeout.ms", self.transaction_timeout_ms, 1000),
+        ):
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise StreamsConfigError(f"{key} must be an integer >= {low}, got {value!r}")
+        _parse_server("application.server", self.application_server)
+        for key, value in (
+            ("default.deserialization.exception.handler", self.default_deserialization_exception_handler),
+            ("default.processing.exception.handler", self.default_processing_exception_handler),
+        ):
+            if value not in ("fail", "continue", "dlq"):
+                raise StreamsConfigError(f"{key} must be fail, continue or dlq, got {value!r}")
+            if value == "dlq" and not self.errors_dead_letter_queue_topic_name:
+                raise StreamsConfigError(f"{key}=dlq needs errors.dead.letter.queue.topic.name")
+        if self.uncaught_exception_response not in (SHUTDOWN_CLIENT, SHUTDOWN_APPLICATION):
+            raise StreamsConfigError(
+                "uncaught.exception.response must be shutdown_client or shutdown_application, "
+                f"got {self.uncaught_exception_response!r}"
+            )
+        if self.instance_id is not None and not _APP_ID.match(self.instance_id):
+            raise StreamsConfigError(f"instance.id {self.instance_id!r} must be [a-zA-Z0-9._-]")
+
+    # -- construction -----------------------------------------------------------------------------
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any], **objects: Any) -> StreamsConfig:
+        """Build from Kafka-style keys (``application.id``) or attribute names; ``objects``: Python values."""
+        names = {f.name for f in fields(cls)}
+        kwargs: dict[str, Any] = {}
+        consumer: dict[str, Any] = {}
+        producer: dict[str, Any] = {}
+        for raw_key, value in values.items():
+            key = str(raw_key)
+            if key.startswith("consumer."):
+                consumer[key[len("consumer.") :]] = value
+                continue
+            if key.startswith("producer."):
+                producer[key[len("producer.") :]] = value
+                continue
+            name = _ALIASES.get(key, key.replace(".", "_").replace("-", "_"))
+            if name not in names or name in _OBJECT_FIELDS:
+                known = ", ".join(sorted(k for k in _ALIASES if _ALIASES[k] not in _OBJECT_FIELDS))
+                raise StreamsConfigError(
+                    f"unknown streams setting {key!r}; known: {known}, consumer.<prop>, producer.<prop>"
+                )
+            kwargs[name] = _coerce(key, name, value)
+        if consumer:
+            kwargs["consumer_overrides"] = {**kwargs.get("consumer_overrides", {}), **consumer}
+        if producer:
+            kwargs["producer_overrides"] = {**kwargs.get("producer_overrides", {}), **producer}
+        kwargs.update(objects)
+        for required in ("application_id", "bootstrap_servers"):
+            if required not in kwargs:
+                raise StreamsConfigError(f"{required.replace('_', '.')} is required")
+        return cls(**kwargs)
+
+    def with_overrides(self, **changes: Any) -> StreamsConfig:
+        return replace(self, **changes)
+
+    # -- derived ----------------------------------------------------------------------------------
+    @property
+    def exactly_once(self) -> bool:
+        return self.processing_guarantee == EXACTLY_ONCE_V2
+
+    @property
+    def effective_commit_interval_ms(self) -> int:
+        if self.commit_interval_ms is not None:
+            return self.commit_interval_ms
+        return 100 if self.exactly_once else 30_000
+
+    @property
+    def server_host_port(self) -> tuple[str, int]:
+        return _parse_server("application.server", self.application_server)
+
+    def client(self) -> KafkaClientConfig:
+        return KafkaClientConfig(self.bootstrap_servers, BrokerProfile(self.broker_profile), dict(self.kafka))
+
+    @property
+    def app_state_dir(self) -> Path:
+        return Path(self.state_dir) / self.application_id
+
+
+def _coerce(key: str, name: str, value: Any) -> Any:
+    if name in _INT_FIELDS:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        try:
+            return int(str(value).strip())
+        except ValueError:
+            raise StreamsConfigError(f"{key} must be an integer, got {value!r}") from None
+    if name in _BOOL_FIELDS:
+        if isinstance(value, bool):
+            return value
+        text = str(value).strip().lower()
+        if text in ("true", "1", "yes", "on"):
+            return True
+        if text in ("false", "0", "no", "off"):
+            return False
+        raise StreamsConfigError(f"{key} must be true or false, got {value!r}")
+    if name == "state_dir":
+        return Path(value)
+    if name == "broker_profile":
+        try:
+            return BrokerProfile(str(value))
+        except ValueError:
+            raise StreamsConfigError(f"{key} must be embedded or real, got {value!r}") from None
+    if name in ("kafka", "consumer_overrides", "producer_overrides"):
+        if not isinstance(value, Mapping):
+            raise StreamsConfigError(f"{key} must be a mapping of client properties")
+        return dict(value)
+    return value
+
+
+_INT_FIELDS = {
+    "commit_interval_ms",
+    "num_standby_replicas",
+    "cache_max_bytes",
+    "max_poll_records",
+    "poll_ms",
+    "restore_batch_records",
+    "restore_timeout_ms",
+    "metadata_interval_ms",
+    "transaction_timeout_ms",
+}
+_BOOL_FIELDS = {"http_enabled"}
+_OBJECT_FIELDS = {
+    "default_key_serde",
+    "default_value_serde",
+    "deserialization_exception_handler",
+    "processing_exception_handler",
+}
+_ALIASES = {
+    "application.id": "application_id",
+    "bootstrap.servers": "bootstrap_servers",
+    "broker.profile": "broker_profile",
+    "kafka": "kafka",
+    "state.dir": "state_dir",
+    "processing.guarantee": "processing_guarantee",
+    "commit.interval.ms": "commit_interval_ms",
+    "num.standby.replicas": "num_standby_replicas",
+    "application.server": "application_server",
+    "http.bind.host": "http_bind_host",
+    "http.enabled": "http_enabled",
+    "instance.id": "instance_id",
+    "cache.max.bytes.buffering": "cache_max_bytes",
+    "statestore.cache.max.bytes": "cache_max_bytes",
+    "max.poll.records": "max_poll_records",
+    "poll.ms": "poll_ms",
+    "restore.batch.records": "restore_batch_records",
+    "restore.timeout.ms": "restore_timeout_ms",
+    "metadata.interval.ms": "metadata_interval_ms",
+    "transaction.timeout.ms": "transaction_timeout_ms",
+    "default.deserialization.exception.handler": "default_deserialization_exception_handler",
+    "default.processing.exception.handler": "default_processing_exception_handler",
+    "errors.dead.letter.queue.topic.name": "errors_dead_letter_queue_topic_name",
+    "uncaught.exception.response": "uncaught_exception_response",
+}

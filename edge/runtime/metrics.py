@@ -1,0 +1,119 @@
+"""The runtime's Prometheus families, built from plain counters when ``/metrics`` is scraped."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from edge.metrics import MetricFamily, render
+from edge.runtime.state import State
+
+if TYPE_CHECKING:
+    from edge.runtime.app import StreamsApp
+
+P = "streamhouse_edge_"
+
+
+def render_metrics(app: StreamsApp) -> str:
+    s = app.stats
+    app_id = app.config.application_id
+    base = {"application_id": app_id, "instance": app.instance_id}
+    fams: list[MetricFamily] = []
+    state = MetricFamily(P + "state", "gauge", "1 for the instance's current lifecycle state")
+    for st in State:
+        state.add(1 if app.state is st else 0, **base, state=st.value)
+    fams.append(state)
+    fams.append(
+        MetricFamily(P + "records_processed_total", "counter", "Records processed by active tasks").add(
+            s.records_processed, **base
+        )
+    )
+    fams.append(
+        MetricFamily(P + "records_per_second", "gauge", "Records processed per second (last ~1 s)").add(
+            round(s.last_rate, 3), **base
+        )
+    )
+    avg = (s.process_seconds / s.records_processed) if s.records_processed else 0.0
+    fams.append(
+        MetricFamily(P + "process_latency_seconds_avg", "gauge", "Mean processing time per record").add(
+            avg, **base
+        )
+    )
+    fams.append(
+        MetricFamily(P + "process_seconds_total", "counter", "Time spent processing record batches").add(
+            s.process_seconds, **base
+        )
+    )
+    c = getattr(app, "committer", None)
+    if c is not None:
+        fams.append(MetricFamily(P + "commits_total", "counter", "Commits").add(c.commits, **base))
+        fams.append(
+            MetricFamily(P + "commit_seconds_total", "counter", "Time spent committing").add(
+                c.commit_seconds_total, **base
+            )
+        )
+        fams.append(
+            MetricFamily(P + "commit_latency_seconds", "gauge", "Duration of the last commit").add(
+                c.last_commit_seconds, **base
+            )
+        )
+    lag = MetricFamily(P + "consumer_lag", "gauge", "Records behind the end of each assigned input partition")
+    for (topic, p), v in sorted(s.consumer_lag.items()):
+        lag.add(v, **base, topic=topic, partition=p)
+    fams.append(lag)
+    restored = MetricFamily(
+        P + "restore_records", "gauge", "Records restored per store partition (last restore)"
+    )
+    restore_done = MetricFamily(P + "restore_done", "gauge", "1 when the store partition's restore finished")
+    for pr in list(s.restores):
+        labels = {**base, "store": pr.store, "task": pr.task_id, "topic": pr.topic, "partition": pr.partition}
+        restored.add(pr.restored, **labels)
+        restore_done.add(1 if pr.done else 0, **labels)
+    fams += [restored, restore_done]
+    fams.append(
+        MetricFamily(P + "restored_records_total", "counter", "Records restored from changelogs").add(
+            s.restored_records, **base
+        )
+    )
+    fams.append(
+        MetricFamily(P + "restoring", "gauge", "1 while stores are being restored").add(
+            1 if app.restoring else 0, **base
+        )
+    )
+    sizes = MetricFamily(P + "store_entries", "gauge", "Approximate entries per store and task")
+    for (store, task), n in sorted(s.store_sizes.items()):
+        sizes.add(n, **base, store=store, task=task, role="active")
+    for (store, task), n in sorted(s.standby_store_sizes.items()):
+        sizes.add(n, **base, store=store, task=task, role="standby")
+    fams.append(sizes)
+    sb = app.standby
+    fams.append(
+        MetricFamily(
+            P + "standby_records_applied_total", "counter", "Changelog records applied to standbys"
+        ).add(sb.records_applied if sb is not None else 0, **base)
+    )
+    errors = MetricFamily(P + "errors_total", "counter", "Records that failed, by kind")
+    for kind in ("deserialization", "processing"):
+        errors.add(s.errors.get(f"{kind}_errors", 0), **base, kind=kind)
+    fams.append(errors)
+    fams.append(
+        MetricFamily(P + "dlq_records_total", "counter", "Records sent to the dead-letter topic").add(
+            s.errors.get("dead_letters", 0), **base
+        )
+    )
+    reg = app.registry
+    fams.append(
+        MetricFamily(P + "active_tasks", "gauge", "Active tasks").add(
+            len(reg) if reg is not None else 0, **base
+        )
+    )
+    fams.append(
+        MetricFamily(P + "standby_tasks", "gauge", "Standby tasks").add(
+            len(sb.tasks) if sb is not None else 0, **base
+        )
+    )
+    fams.append(
+        MetricFamily(P + "rebalances_total", "counter", "Partition assignments received").add(
+            s.rebalances, **base
+        )
+    )
+    return render(fams)

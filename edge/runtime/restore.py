@@ -1,0 +1,231 @@
+"""Restoring state stores from their changelog topics (Kafka Streams' StoreChangelogReader).
+
+A restore reads each changelog partition from the store's checkpointed offset to the partition's end
+and applies the records with ``store.restore_batch`` in batches. The end is found by consuming to
+partition EOF (``enable.partition.eof``) rather than from watermarks, which some brokers (the embedded
+one) do not report reliably. Progress is kept in :class:`RestoreProgress` objects that the metrics
+endpoint exposes and the query server uses to answer 503 while restoring.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+from edge.errors import StreamhouseError
+
+log = logging.getLogger(__name__)
+
+
+class RestoreError(StreamhouseError):
+    pass
+
+
+@dataclass(eq=False)
+class RestoreProgress:
+    store: str
+    task_id: str
+    topic: str
+    partition: int
+    start_offset: int
+    standby: bool = False
+    #: offset of the last record applied (-1: none yet)
+    last_offset: int = -1
+    restored: int = 0
+    end_offset: int | None = None
+    started_at: float = field(default_factory=time.monotonic)
+    finished_at: float | None = None
+
+    @property
+    def done(self) -> bool:
+        return self.finished_at is not None
+
+    @property
+    def elapsed_s(self) -> float:
+        return (self.finished_at or time.monotonic()) - self.started_at
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "store": self.store,
+            "task": self.task_id,
+            "topic": self.topic,
+            "partition": self.partition,
+            "start_offset": self.start_offset,
+            "last_offset": self.last_offset,
+            "end_offset": self.end_offset,
+            "restored": self.restored,
+            "done": self.done,
+            "elapsed_s": round(self.elapsed_s, 3),
+        }
+
+
+@dataclass(eq=False)
+class RestoreTarget:
+    """One store partition to bring up to date: ``apply(records)`` receives ``[(key, value|None), ...]``."""
+
+    apply: Callable[[list[tuple[bytes, bytes | None]]], None]
+    progress: RestoreProgress
+    #: set by the reader when the changelog is behind the checkpoint (the store must be rebuilt)
+    ahead_of_changelog: bool = False
+
+
+class ChangelogReader:
+    """Owns one assign-only consumer, reused for every restore of the instance."""
+
+    def __init__(
+        self,
+        consumer_config: dict[str, Any],
+        *,
+        batch_records: int = 5000,
+        timeout_ms: int = 60_000,
+        on_progress: Callable[[RestoreProgress], None] | None = None,
+    ) -> None:
+        conf = dict(consumer_config)
+        conf.update(
+            {
+                "enable.partition.eof": True,
+                "enable.auto.commit": False,
+                "enable.auto.offset.store": False,
+                "auto.offset.reset": "earliest",
+            }
+        )
+        self._conf = conf
+        self._consumer: Consumer | None = None
+        self.batch_records = batch_records
+        self.timeout_s = timeout_ms / 1000
+        self.on_progress = on_progress
+        self.total_restored = 0
+        self.total_seconds = 0.0
+
+    def _get_consumer(self) -> Consumer:
+        if self._consumer is None:
+            self._consumer = Consumer(self._conf)
+        return self._consumer
+
+    def restore(
+        self, targets: Iterable[RestoreTarget], should_stop: Callable[[], bool] = lambda: False
+    ) -> None:
+        """Block until every target reached its partition's end (or ``should_stop()``)."""
+        targets = [t for t in targets]
+        if not targets:
+            return
+        by_tp: dict[tuple[str, int], RestoreTarget] = {}
+        for t in targets:
+            key = (t.progress.topic, t.progress.partition)
+            if key in by_tp:
+                raise RestoreError(f"changelog partition {key} restored twice in one batch")
+            by_tp[key] = t
+        consumer = self._get_consumer()
+        consumer.assign(
+            [TopicPartition(t, p, max(0, tg.progress.start_offset)) for (t, p), tg in by_tp.items()]
+        )
+        pending = set(by_tp)
+        started = time.monotonic()
+        last_activity = started
+        last_log = started
+        restored_before = sum(t.progress.restored for t in targets)
+        try:
+            while pending:
+                if should_stop():
+                    return
+                msgs = consumer.consume(self.batch_records, 0.2)
+                now = time.monotonic()
+                if not msgs:
+                    if now - last_activity > self.timeout_s:
+                        stuck = ", ".join(f"{t}-{p}" for t, p in sorted(pending))
+                        raise RestoreError(
+                            f"restoring from changelog partition(s) {stuck} made no progress for "
+                            f"{self.timeout_s:.0f}s; is the broker reachable and the topic present?"
+                        )
+                    continue
+                last_activity = now
+                batches: dict[tuple[str, int], list[tuple[bytes, bytes | None]]] = {}
+                finished: list[tuple[str, int]] = []
+                for msg in msgs:
+                    err = msg.error()
+                    tp = (msg.topic(), msg.partition())
+                    if err is not None:
+                        if err.code() == KafkaError._PARTITION_EOF:
+                            finished.append(tp)
+                            target = by_tp.get(tp)
+                            if target is not None:
+                                target.progress.end_offset = msg.offset()
+                                if msg.offset() < target.progress.start_offset:
+                                    target.ahead_of_changelog = True
+                            continue
+                        raise RestoreError(f"restore consumer error on {tp[0]}-{tp[1]}: {err}")
+                    target = by_tp.get(tp)
+                    if target is None or tp not in pending:
+                        continue
+                    offset = msg.offset()
+                    if target.progress.restored == 0 and offset < target.progress.start_offset:
+                        # the broker reset us below the checkpoint: the changelog lost data we have
+                        target.ahead_of_changelog = True
+                    batch = batches.get(tp)
+                    if batch is None:
+                        batch = batches[tp] = []
+                    batch.append((msg.key(), msg.value()))
+                    target.progress.last_offset = offset
+                for tp, batch in batches.items():
+                    target = by_tp[tp]
+                    target.apply(batch)
+                    target.progress.restored += len(batch)
+                for tp in finished:
+                    if tp in pending:
+                        pending.discard(tp)
+                        target = by_tp[tp]
+                        target.progress.finished_at = time.monotonic()
+                        self._log_done(target.progress)
+                if self.on_progress is not None:
+                    for tp in batches:
+                        self.on_progress(by_tp[tp].progress)
+                if now - last_log > 2.0:
+                    last_log = now
+                    for tp in sorted(pending):
+                        p = by_tp[tp].progress
+                        log.info(
+                            "restoring %s (task %s) from %s-%d: %d records so far, at offset %d",
+                            p.store,
+                            p.task_id,
+                            p.topic,
+                            p.partition,
+                            p.restored,
+                            p.last_offset,
+                        )
+        finally:
+            elapsed = time.monotonic() - started
+            self.total_seconds += elapsed
+            self.total_restored += sum(t.progress.restored for t in targets) - restored_before
+            try:
+                consumer.unassign()
+            except Exception:
+                pass
+
+    @staticmethod
+    def _log_done(p: RestoreProgress) -> None:
+        rate = p.restored / p.elapsed_s if p.elapsed_s > 0 else 0.0
+        log.info(
+            "%s %s of task %s from %s-%d: %d records (offsets %d..%s) in %.2fs (%.0f records/s)",
+            "caught up standby" if p.standby else "restored",
+            p.store,
+            p.task_id,
+            p.topic,
+            p.partition,
+            p.restored,
+            p.start_offset,
+            p.end_offset,
+            p.elapsed_s,
+            rate,
+        )
+
+    def close(self) -> None:
+        if self._consumer is not None:
+            try:
+                self._consumer.close()
+            finally:
+                self._consumer = None

@@ -1,0 +1,240 @@
+"""Standby replicas: warm copies of other instances' persistent stores, kept by tailing changelogs.
+
+A standby task opens the same store directories an active task would (``state_dir/<app>/<task>``) and
+applies changelog records with ``restore_batch`` from a separate assign-only consumer. Its checkpoint
+is written on commit and close, so when this instance takes the task over, the active task restores
+only the tail of the changelog. Only persistent, logged stores get standbys (an in-memory copy would
+not survive the hand-over to the active task anyway).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+from edge.runtime.restore import RestoreProgress
+from edge.runtime.tasks import TaskKey, load_checkpoint, task_name, wipe_task_state
+from edge.state import StoreContext, task_dir
+from edge.state.checkpoint import checkpoint_path, write_checkpoint
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(eq=False)
+class StandbyTask:
+    key: TaskKey
+    dir: Path
+    stores: dict[str, Any]
+    #: (changelog topic, partition) -> store
+    by_tp: dict[tuple[str, int], Any]
+    offsets: dict[tuple[str, int], int] = field(default_factory=dict)
+    progress: dict[tuple[str, int], RestoreProgress] = field(default_factory=dict)
+    dirty: bool = False
+
+    @property
+    def id(self) -> str:
+        return task_name(self.key)
+
+    def checkpoint(self) -> None:
+        if self.dirty:
+            for store in self.stores.values():
+                store.flush()
+            self.dirty = False
+        write_checkpoint(checkpoint_path(self.dir), self.offsets)
+
+    def close(self) -> None:
+        try:
+            self.checkpoint()
+        finally:
+            for store in self.stores.values():
+                try:
+                    store.close()
+                except Exception:
+                    log.exception("closing standby store %s of task %s failed", store.name, self.id)
+
+
+class StandbyManager:
+    def __init__(
+        self,
+        *,
+        topology: Any,
+        task_config: Any,
+        application_id: str,
+        state_dir: Path,
+        consumer_config: dict[str, Any],
+        batch_records: int,
+    ) -> None:
+        self.topology = topology
+        self.task_config = task_config
+        self.application_id = application_id
+        self.state_dir = state_dir
+        conf = dict(consumer_config)
+        conf.update(
+            {"enable.auto.commit": False, "enable.auto.offset.store": False, "auto.offset.reset": "earliest"}
+        )
+        self._conf = conf
+        self._consumer: Consumer | None = None
+        self.batch_records = batch_records
+        self.tasks: dict[TaskKey, StandbyTask] = {}
+        self._route: dict[tuple[str, int], tuple[StandbyTask, Any]] = {}
+        self.records_applied = 0
+
+    def eligible(self, subtopology: int) -> bool:
+        pt = self.topology.build_processor_topology(subtopology, self.task_config)
+        return any(b.persistent and pt.changelog_topics.get(n) for n, b in pt.stores.items())
+
+    # -- membership -----------------------------------------------------------------------------------
+    def reconcile(self, wanted: set[TaskKey]) -> None:
+        """Close standbys no longer wanted, open new ones, and reassign the changelog consumer."""
+        changed = False
+        for key in list(self.tasks):
+            if key not in wanted:
+                self.release(key)
+                changed = True
+        for key in sorted(wanted):
+            if key not in self.tasks:
+                task = self._open(key)
+                if task is not None:
+                    self.tasks[key] = task
+                    changed = True
+        if changed:
+            self._reassign()
+
+    def release(self, key: TaskKey) -> None:
+        """Close a standby (writing its checkpoint) so an active task can take its directories over."""
+        task = self.tasks.pop(key, None)
+        if task is None:
+            return
+        task.close()
+        self._reassign()
+        log.info("closed standby task %s (changelog offsets %s)", task.id, task.offsets)
+
+    def _open(self, key: TaskKey) -> StandbyTask | None:
+        st, p = key
+        pt = self.topology.build_processor_topology(st, self.task_config)
+        tdir = task_dir(self.state_dir, self.application_id, task_name(key))
+        checkpoint = load_checkpoint(tdir)
+        if checkpoint is None:
+            wipe_task_state(tdir)
+            checkpoint = {}
+        stores: dict[str, Any] = {}
+        by_tp: dict[tuple[str, int], Any] = {}
+        offsets: dict[tuple[str, int], int] = {}
+        for name, builder in pt.stores.items():
+            topic = pt.changelog_topics.get(name)
+            if not topic or not builder.persistent:
+                continue
+            store = builder.with_caching_disabled().with_logging_disabled().build()
+            store.init(
+                StoreContext(
+                    application_id=self.application_id,
+                    task_id=task_name(key),
+                    partition=p,
+                    state_dir=self.state_dir,
+                    changelog_topic=None,
+                    changelog_sink=None,
+                    cache_max_bytes=0,
+                )
+            )
+            stores[name] = store
+            by_tp[(topic, p)] = store
+            if (topic, p) in checkpoint:
+                offsets[(topic, p)] = checkpoint[(topic, p)]
+        if not stores:
+            return None
+        task = StandbyTask(key, tdir, stores, by_tp, offsets)
+        for (topic, part), store in by_tp.items():
+            task.progress[(topic, part)] = RestoreProgress(
+                store.name, task.id, topic, part, offsets.get((topic, part), -1) + 1, standby=True
+            )
+        log.info("opened standby task %s (stores %s)", task.id, sorted(stores))
+        return task
+
+    def _reassign(self) -> None:
+        self._route = {}
+        assignment = []
+        for task in self.tasks.values():
+            for tp, store in task.by_tp.items():
+                self._route[tp] = (task, store)
+                assignment.append(TopicPartition(tp[0], tp[1], task.offsets.get(tp, -1) + 1))
+        if self._consumer is None:
+            if not assignment:
+                return
+            self._consumer = Consumer(self._conf)
+        if assignment:
+            self._consumer.assign(assignment)
+        else:
+            self._consumer.unassign()
+
+    # -- hot path -------------------------------------------------------------------------------------
+    def poll(self) -> int:
+        """Apply whatever changelog records are available (non-blocking); returns records applied."""
+        consumer = self._consumer
+        if consumer is None or not self._route:
+            return 0
+        msgs = consumer.consume(self.batch_records, 0)
+        if not msgs:
+            return 0
+        batches: dict[tuple[str, int], list[tuple[bytes, bytes | None]]] = {}
+        last: dict[tuple[str, int], int] = {}
+        for msg in msgs:
+            err = msg.error()
+            if err is not None:
+                if err.code() != KafkaError._PARTITION_EOF:
+                    log.warning("standby consumer error: %s", err)
+                continue
+            tp = (msg.topic(), msg.partition())
+            batch = batches.get(tp)
+            if batch is None:
+                batch = batches[tp] = []
+            batch.append((msg.key(), msg.value()))
+            last[tp] = msg.offset()
+        applied = 0
+        for tp, batch in batches.items():
+            entry = self._route.get(tp)
+            if entry is None:
+                continue
+            task, store = entry
+            store.restore_batch(batch)
+            task.offsets[tp] = last[tp]
+            task.dirty = True
+            pr = task.progress.get(tp)
+            if pr is not None:
+                pr.restored += len(batch)
+                pr.last_offset = last[tp]
+            applied += len(batch)
+        self.records_applied += applied
+        return applied
+
+    def checkpoint_all(self) -> None:
+        for task in self.tasks.values():
+            if task.dirty:
+                task.checkpoint()
+
+    def close(self) -> None:
+        for key in list(self.tasks):
+            task = self.tasks.pop(key)
+            try:
+                task.close()
+            except Exception:
+                log.exception("closing standby task %s failed", task.id)
+        self._route = {}
+        if self._consumer is not None:
+            try:
+                self._consumer.close()
+            finally:
+                self._consumer = None
+
+    def store_sizes(self) -> dict[tuple[str, str], int]:
+        out = {}
+        for task in self.tasks.values():
+            for name, store in task.stores.items():
+                try:
+                    out[(name, task.id)] = store.approximate_num_entries()
+                except Exception:
+                    pass
+        return out

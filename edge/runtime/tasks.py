@@ -1,0 +1,251 @@
+"""Active tasks of one instance: create (open stores, restore from changelogs), route records, close.
+
+A task is one sub-topology for one partition; its stores live in ``state_dir/<app>/<st>_<p>/``. The
+checkpoint file there holds, per changelog partition, the offset of the last changelog record the
+local state reflects; restoring starts at that offset + 1. A missing checkpoint means the local state
+cannot be trusted (first start, crash under exactly-once, deleted state dir): the store directories are
+wiped and rebuilt from the changelog from offset 0. A corrupt checkpoint or store is treated the same.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from edge.errors import StateStoreError
+from edge.processor.task import StreamTask
+from edge.runtime.restore import ChangelogReader, RestoreProgress, RestoreTarget
+from edge.state import task_dir
+from edge.state.checkpoint import checkpoint_path, delete_checkpoint, read_checkpoint, write_checkpoint
+
+log = logging.getLogger(__name__)
+
+TaskKey = tuple[int, int]  # (subtopology id, partition)
+
+
+def task_name(key: TaskKey) -> str:
+    return f"{key[0]}_{key[1]}"
+
+
+def wipe_task_state(tdir: Path) -> None:
+    """Remove a task's local stores and checkpoint (they are rebuilt from the changelogs)."""
+    for sub in ("rocksdb",):
+        shutil.rmtree(tdir / sub, ignore_errors=True)
+    delete_checkpoint(checkpoint_path(tdir))
+
+
+def load_checkpoint(tdir: Path) -> dict[tuple[str, int], int] | None:
+    """The task's checkpoint, or None when there is none / it is corrupt (caller wipes and restores)."""
+    path = checkpoint_path(tdir)
+    if not path.exists():
+        return None
+    try:
+        return read_checkpoint(path)
+    except StateStoreError as exc:
+        log.warning("%s; rebuilding the task's state from its changelogs", exc)
+        return None
+
+
+@dataclass(eq=False)
+class ActiveTask:
+    key: TaskKey
+    task: StreamTask
+    dir: Path
+    #: store name -> changelog topic (logged stores only)
+    changelogs: dict[str, str]
+    #: (changelog topic, partition) -> last offset the local state reflects
+    offsets: dict[tuple[str, int], int] = field(default_factory=dict)
+    progress: list[RestoreProgress] = field(default_factory=list)
+
+    @property
+    def id(self) -> str:
+        return self.task.id
+
+    def update_offsets(self, written: dict[tuple[str, int], int]) -> None:
+        p = self.key[1]
+        for topic in self.changelogs.values():
+            off = written.pop((topic, p), None)
+            if off is not None:
+                self.offsets[(topic, p)] = off
+
+    def write_checkpoint(self) -> None:
+        write_checkpoint(checkpoint_path(self.dir), self.offsets)
+
+
+class TaskFactory:
+    """Builds and restores active tasks; shared by the task manager and the exactly-once re-init path."""
+
+    def __init__(
+        self,
+        *,
+        topology: Any,
+        task_config: Any,
+        application_id: str,
+        state_dir: Path,
+        collector: Any,
+        changelog_sink: Any,
+        global_stores: dict[str, Any],
+        reader: ChangelogReader,
+        exactly_once: bool,
+        on_restore: Callable[[RestoreProgress], None] | None = None,
+    ) -> None:
+        self.topology = topology
+        self.task_config = task_config
+        self.application_id = application_id
+        self.state_dir = state_dir
+        self.collector = collector
+        self.changelog_sink = changelog_sink
+        self.global_stores = global_stores
+        self.reader = reader
+        self.exactly_once = exactly_once
+        self.on_restore = on_restore
+
+    def task_dir(self, key: TaskKey) -> Path:
+        return task_dir(self.state_dir, self.application_id, task_name(key))
+
+    def _build(self, key: TaskKey) -> ActiveTask:
+        st, p = key
+        pt = self.topology.build_processor_topology(st, self.task_config)
+        task = StreamTask(
+            task_name(key),
+            pt,
+            self.task_config,
+            self.collector,
+            self.changelog_sink,
+            partition=p,
+            global_stores=self.global_stores,
+        )
+        changelogs = {name: topic for name, topic in pt.changelog_topics.items() if topic}
+        return ActiveTask(key, task, self.task_dir(key), changelogs)
+
+    def create(
+        self, keys: list[TaskKey], should_stop: Callable[[], bool] = lambda: False
+    ) -> list[ActiveTask]:
+        """Open and restore the tasks (all restores of one rebalance share one consumer pass)."""
+        tasks: list[ActiveTask] = []
+        for key in keys:
+            tasks.append(self._open(key))
+        try:
+            self._restore(tasks, should_stop)
+        except BaseException:
+            for t in tasks:
+                try:
+                    t.task.close()
+                except Exception:
+                    pass
+            raise
+        if self.exactly_once:
+            # While processing under exactly-once the local state may run ahead of committed data;
+            # without a checkpoint a crash forces a full restore (written back on clean close).
+            for t in tasks:
+                delete_checkpoint(checkpoint_path(t.dir))
+        return tasks
+
+    def _open(self, key: TaskKey) -> ActiveTask:
+        tdir = self.task_dir(key)
+        checkpoint = load_checkpoint(tdir)
+        if checkpoint is None:
+            wipe_task_state(tdir)
+            checkpoint = {}
+        tdir.mkdir(parents=True, exist_ok=True)
+        active = self._build(key)
+        try:
+            active.task.initialize()
+        except StateStoreError as exc:
+            if not exc.corrupt:
+                raise
+            log.warning("%s; wiping task %s and restoring it from its changelogs", exc, active.id)
+            try:
+                active.task.close()
+            except Exception:
+                pass
+            wipe_task_state(tdir)
+            checkpoint = {}
+            active = self._build(key)
+            active.task.initialize()
+        p = key[1]
+        for name, topic in active.changelogs.items():
+            store = active.task.stores[name]
+            if store.persistent and (topic, p) in checkpoint:
+                active.offsets[(topic, p)] = checkpoint[(topic, p)]
+        return active
+
+    def _restore(self, tasks: list[ActiveTask], should_stop: Callable[[], bool]) -> None:
+        """Restore ``tasks`` (replaced in place when a store had to be rebuilt from scratch)."""
+        pending = list(tasks)
+        for _attempt in range(2):
+            targets: list[tuple[ActiveTask, RestoreTarget]] = []
+            for t in pending:
+                p = t.key[1]
+                t.progress = []
+                for name, topic in t.changelogs.items():
+                    store = t.task.stores[name]
+                    start = t.offsets.get((topic, p), -1) + 1
+                    progress = RestoreProgress(name, t.id, topic, p, start)
+                    t.progress.append(progress)
+                    targets.append((t, RestoreTarget(store.restore_batch, progress)))
+            self.reader.restore([tg for _, tg in targets], should_stop)
+            rebuild: set[TaskKey] = set()
+            for t, tg in targets:
+                pr = tg.progress
+                if pr.last_offset >= 0:
+                    t.offsets[(pr.topic, pr.partition)] = pr.last_offset
+                if self.on_restore is not None:
+                    self.on_restore(pr)
+                if tg.ahead_of_changelog:
+                    rebuild.add(t.key)
+            if not rebuild:
+                return
+            fresh_list = []
+            for t in pending:
+                if t.key not in rebuild:
+                    continue
+                log.warning(
+                    "local state of task %s is ahead of its changelog (was the topic recreated?); rebuilding",
+                    t.id,
+                )
+                t.task.close()
+                wipe_task_state(t.dir)
+                fresh = self._build(t.key)
+                fresh.task.initialize()
+                tasks[tasks.index(t)] = fresh
+                fresh_list.append(fresh)
+            pending = fresh_list
+        raise StateStoreError("state could not be rebuilt from the changelog after wiping it")
+
+
+class TaskRegistry:
+    """The active tasks and the per-topic routing table used on the hot path."""
+
+    def __init__(self, topic_to_subtopology: dict[str, int]) -> None:
+        self.topic_to_subtopology = topic_to_subtopology
+        self.tasks: dict[TaskKey, ActiveTask] = {}
+        #: topic -> {partition: StreamTask}
+        self.route: dict[str, dict[int, StreamTask]] = {}
+
+    def add(self, active: ActiveTask) -> None:
+        self.tasks[active.key] = active
+        for topic in active.task.source_topics:
+            self.route.setdefault(topic, {})[active.key[1]] = active.task
+
+    def remove(self, key: TaskKey) -> ActiveTask | None:
+        active = self.tasks.pop(key, None)
+        if active is not None:
+            for topic in active.task.source_topics:
+                self.route.get(topic, {}).pop(key[1], None)
+        return active
+
+    def keys_for(self, partitions: list[tuple[str, int]]) -> list[TaskKey]:
+        keys: dict[TaskKey, None] = {}
+        for topic, p in partitions:
+            st = self.topic_to_subtopology.get(topic)
+            if st is not None:
+                keys[(st, p)] = None
+        return list(keys)
+
+    def __len__(self) -> int:
+        return len(self.tasks)

@@ -1,0 +1,153 @@
+"""Which topics an application reads, writes and owns, and their partition counts.
+
+Checked and created once at start: external source topics must exist; every sub-topology's source
+topics must have the same partition count (co-partitioning: a task reads partition *p* of each, so a
+join would otherwise miss matches); repartition topics get the partition count of the sub-topology that
+writes them; changelog topics (compacted) get the count of the sub-topology that owns the store.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient
+
+from edge.errors import StreamhouseError, TopologyError
+from edge.kafka import KafkaClientConfig, TopicSpec, create_topics
+
+
+class MissingSourceTopicError(StreamhouseError):
+    pass
+
+
+class CoPartitioningError(TopologyError):
+    pass
+
+
+def metadata_topic_name(application_id: str) -> str:
+    return f"{application_id}-instances"
+
+
+@dataclass
+class SubtopologyPlan:
+    id: int
+    source_topics: list[str]
+    partitions: int
+    #: store name -> changelog topic (None when logging is disabled)
+    stores: dict[str, str | None] = field(default_factory=dict)
+
+
+@dataclass
+class TopicPlan:
+    subtopologies: dict[int, SubtopologyPlan]
+    global_topics: dict[str, int]
+    internal: list[TopicSpec]
+
+    def task_ids(self) -> list[tuple[int, int]]:
+        return [(st.id, p) for st in self.subtopologies.values() for p in range(st.partitions)]
+
+    def subtopology_of_topic(self) -> dict[str, int]:
+        return {t: st.id for st in self.subtopologies.values() for t in st.source_topics}
+
+    def source_topics(self) -> list[str]:
+        return [t for st in self.subtopologies.values() for t in st.source_topics]
+
+
+def _partition_counts(client: KafkaClientConfig) -> dict[str, int]:
+    admin = AdminClient(client.admin())
+    try:
+        meta = admin.list_topics(timeout=30)
+    except KafkaException as exc:
+        raise StreamhouseError(f"cannot reach Kafka at {client.bootstrap_servers}: {exc}") from exc
+    return {name: len(t.partitions) for name, t in meta.topics.items() if t.error is None}
+
+
+def _store_changelog_config(topology: Any, store: str) -> dict[str, str]:
+    store_def = getattr(topology, "_stores", {}).get(store)
+    builder = getattr(store_def, "builder", None)
+    return dict(getattr(builder, "changelog_config", None) or {})
+
+
+def plan_topics(topology: Any, application_id: str, client: KafkaClientConfig) -> TopicPlan:
+    existing = _partition_counts(client)
+    internal_names = topology.internal_topics
+    resolve = topology.resolve_topic
+    subs = [st for st in topology.subtopologies() if not st.is_global]
+
+    globals_: dict[str, int] = {}
+    for st in topology.subtopologies():
+        if not st.is_global:
+            continue
+        for topic in st.source_topics:
+            name = resolve(topic, application_id)
+            if name not in existing:
+                raise MissingSourceTopicError(
+                    f"global table topic {name!r} does not exist; create it before starting "
+                    f"{application_id!r}"
+                )
+            globals_[name] = existing[name]
+
+    missing = sorted(
+        {t for st in subs for t in st.source_topics if t not in internal_names and t not in existing}
+    )
+    if missing:
+        raise MissingSourceTopicError(
+            f"source topic(s) {', '.join(repr(t) for t in missing)} do not exist; create them before "
+            f"starting application {application_id!r} (topics are never auto-created)"
+        )
+    # Repartition topics take the partition count of the sub-topology writing into them.
+    counts: dict[str, int] = {t: existing[t] for st in subs for t in st.source_topics if t in existing}
+    for t in internal_names:
+        resolved = resolve(t, application_id)
+        if resolved in existing:
+            counts[t] = existing[resolved]
+    for _ in range(len(subs) + 1):
+        changed = False
+        for st in subs:
+            known = [counts[t] for t in st.source_topics if t in counts]
+            if not known:
+                continue
+            for sink in st.sink_topics:
+                if sink in internal_names and sink not in counts:
+                    counts[sink] = max(known)
+                    changed = True
+        if not changed:
+            break
+    plans: dict[int, SubtopologyPlan] = {}
+    internal: list[TopicSpec] = []
+    for st in subs:
+        per_topic = {resolve(t, application_id): counts.get(t) for t in st.source_topics}
+        unknown = [t for t, n in per_topic.items() if n is None]
+        if unknown:
+            raise TopologyError(
+                f"cannot tell the partition count of repartition topic(s) {unknown} of sub-topology {st.id}"
+            )
+        distinct = set(per_topic.values())
+        if len(distinct) > 1:
+            detail = ", ".join(f"{t!r} has {n}" for t, n in per_topic.items())
+            raise CoPartitioningError(
+                f"sub-topology {st.id} reads topics that are not co-partitioned: {detail} partitions. "
+                "Joined/merged inputs must have the same number of partitions (repartition one side, "
+                "e.g. with through()/repartition(), or recreate the topic)"
+            )
+        partitions = distinct.pop()
+        for t in st.source_topics:
+            if t in internal_names:
+                internal.append(TopicSpec(resolve(t, application_id), partitions))
+        changelogs = topology.changelog_topics(application_id)
+        stores: dict[str, str | None] = {}
+        for store in st.stores:
+            topic = changelogs.get(store)
+            stores[store] = topic
+            if topic is not None:
+                cfg = {"cleanup.policy": "compact", **_store_changelog_config(topology, store)}
+                internal.append(TopicSpec(topic, partitions, config=cfg))
+        plans[st.id] = SubtopologyPlan(st.id, list(per_topic), partitions, stores)
+    internal.append(TopicSpec(metadata_topic_name(application_id), 1, config={"cleanup.policy": "compact"}))
+    return TopicPlan(plans, globals_, internal)
+
+
+def ensure_internal_topics(plan: TopicPlan, client: KafkaClientConfig) -> list[str]:
+    return create_topics(client, plan.internal)

@@ -1,0 +1,150 @@
+"""``streamhouse edge run MODULE:ATTR``: run one instance of an edge (Kafka Streams-style) app.
+
+ATTR may be a Topology, a StreamsBuilder, or a zero-argument function returning either. Defaults come
+from the platform settings (bootstrap servers, broker profile, Kafka client properties, state dir);
+``-c key=value`` sets any runtime key (``num.standby.replicas=1``, ``commit.interval.ms=100``, ...).
+SIGTERM/SIGINT shut the instance down gracefully (commit, close stores, leave the group).
+Exit status: 0 after a requested shutdown, 1 when the app failed, 3 when a newer instance fenced it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from edge.errors import StreamhouseError
+
+
+class AppLoadError(StreamhouseError):
+    pass
+
+
+def load_app_object(spec: str) -> Any:
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise AppLoadError(f"expected MODULE:ATTR (e.g. myapp.wordcount:topology), got {spec!r}")
+    if str(Path.cwd()) not in sys.path:
+        sys.path.insert(0, str(Path.cwd()))
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name and module_name.startswith(exc.name):
+            raise AppLoadError(f"module {module_name!r} not found (is it on PYTHONPATH?)") from exc
+        raise
+    obj: Any = module
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise AppLoadError(f"module {module_name!r} has no attribute {attr!r}")
+        obj = getattr(obj, part)
+    return obj
+
+
+def _parse_overrides(values: tuple[str, ...]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in values:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise click.BadParameter(f"expected key=value, got {item!r}", param_hint="-c/--config")
+        out[key.strip()] = value.strip()
+    return out
+
+
+@click.group()
+def edge() -> None:
+    """Run edge stream-processing apps against Kafka."""
+
+
+@edge.command()
+@click.argument("app_spec", metavar="MODULE:ATTR")
+@click.option("--application-id", help="Consumer group, internal topic prefix and state subdirectory.")
+@click.option(
+    "--bootstrap-servers", help="Kafka bootstrap servers (default: settings / the embedded broker)."
+)
+@click.option(
+    "--state-dir",
+    type=click.Path(path_type=Path),
+    help="Local state directory (default: <state_dir>/streams).",
+)
+@click.option(
+    "--guarantee", type=click.Choice(["at_least_once", "exactly_once_v2"]), help="processing.guarantee."
+)
+@click.option(
+    "--server", help="host:port of this instance's query/metrics HTTP server (port 0 = any free port)."
+)
+@click.option(
+    "-c", "--config", "overrides", multiple=True, help="Any runtime setting as key=value (repeatable)."
+)
+@click.option("--log-level", default="INFO", show_default=True)
+def run(
+    app_spec: str,
+    application_id: str | None,
+    bootstrap_servers: str | None,
+    state_dir: Path | None,
+    guarantee: str | None,
+    server: str | None,
+    overrides: tuple[str, ...],
+    log_level: str,
+) -> None:
+    """Start one instance of the app MODULE:ATTR and run until SIGTERM/SIGINT."""
+    from edge.broker.embedded import read_record
+    from edge.runtime import State, StreamsApp
+    from orchestration.settings import load_settings
+
+    logging.basicConfig(
+        level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s [%(process)d] %(message)s"
+    )
+    settings = load_settings()
+    obj = load_app_object(app_spec)
+    values: dict[str, Any] = {}
+    servers = bootstrap_servers or settings.bootstrap_servers
+    if not servers and settings.broker_profile.value == "embedded":
+        info = read_record(settings.state_dir)
+        servers = info.bootstrap_servers if info is not None else None
+    if not servers:
+        raise AppLoadError(
+            "no Kafka bootstrap servers: pass --bootstrap-servers, set STREAMHOUSE_BOOTSTRAP_SERVERS "
+            "or start the embedded broker (`streamhouse broker start`)"
+        )
+    values["bootstrap.servers"] = servers
+    values["broker.profile"] = settings.broker_profile.value
+    if settings.kafka:
+        values["kafka"] = dict(settings.kafka)
+    values["state.dir"] = str(state_dir or settings.state_dir / "streams")
+    overrides_map = _parse_overrides(overrides)
+    app_id = application_id or overrides_map.get("application.id") or getattr(obj, "application_id", None)
+    if not app_id:
+        raise AppLoadError("--application-id is required (or set application.id with -c)")
+    values["application.id"] = app_id
+    if guarantee:
+        values["processing.guarantee"] = guarantee
+    if server:
+        values["application.server"] = server
+    values.update(overrides_map)
+    app = StreamsApp(obj, values)
+    app.start()
+
+    def _on_signal(signum: int, _frame: Any) -> None:
+        logging.getLogger("streamhouse.edge").info("received %s: shutting down", signal.Signals(signum).name)
+        app._stop.set()
+
+    signal.signal(signal.SIGTERM, _on_signal)
+    signal.signal(signal.SIGINT, _on_signal)
+    click.echo(
+        f"edge app {app_id!r} instance {app.instance_id} running; queries and /metrics on "
+        f"http://{app.advertised_server}",
+        err=True,
+    )
+    while app.wait(0.5) not in (State.NOT_RUNNING, State.ERROR):
+        pass
+    app.close(30)
+    if app.fenced:
+        click.echo("this instance was fenced by a newer instance with the same transactional.id", err=True)
+        sys.exit(3)
+    if app.state is State.ERROR:
+        sys.exit(1)

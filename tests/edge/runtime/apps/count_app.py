@@ -1,0 +1,53 @@
+"""Apps the runtime tests run as real processes (``streamhouse edge run <this module>:counts``).
+
+Topics come from the environment (``EDGE_IN``, ``EDGE_OUT``) so one module serves every test.
+
+* ``counts``: per-key running count in a RocksDB store ``counts`` (no cache), one output per input:
+  ``key -> count``. Values are JSON; undecodable values exercise the deserialization handler.
+* ``cached_counts``: the same count with a caching store; outputs are emitted on flush (commit).
+"""
+
+from __future__ import annotations
+
+import os
+
+from edge.processor.api import Processor
+from edge.processor.record import Record
+from edge.serde import Serdes
+from edge.state import key_value_store_builder
+from edge.topology import Topology
+
+
+class CountProcessor(Processor):
+    def init(self, context) -> None:  # type: ignore[no-untyped-def]
+        super().init(context)
+        self.store = context.get_state_store("counts")
+        self.cached = self.store.set_flush_listener(self._on_flush, send_old_values=False)
+
+    def _on_flush(self, key, new, old, timestamp) -> None:  # type: ignore[no-untyped-def]
+        self.context.forward(Record(key, new, timestamp))
+
+    def process(self, record: Record) -> None:
+        n = (self.store.get(record.key) or 0) + 1
+        self.store.put(record.key, n)
+        if not self.cached:
+            self.context.forward(record.with_value(n))
+
+
+def _build(caching: bool) -> Topology:
+    t = Topology()
+    t.add_source("in", os.environ["EDGE_IN"], key_serde=Serdes.string(), value_serde=Serdes.json())
+    t.add_processor("count", CountProcessor, "in")
+    t.add_state_store(
+        key_value_store_builder("counts", Serdes.string(), Serdes.long(), caching=caching), "count"
+    )
+    t.add_sink("out", os.environ["EDGE_OUT"], "count", key_serde=Serdes.string(), value_serde=Serdes.long())
+    return t
+
+
+def counts() -> Topology:
+    return _build(caching=False)
+
+
+def cached_counts() -> Topology:
+    return _build(caching=True)
