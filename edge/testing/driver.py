@@ -102,6 +102,7 @@ class TopologyTestDriver:
         self._queue: deque[_Raw] = deque()
         self._offsets: dict[str, int] = defaultdict(int)
         self._draining = False
+        self._processed = 0
         self._closed = False
         collector, sink = _Collector(self), _ChangelogSink(self)
         app = config.application_id
@@ -198,6 +199,7 @@ class TopologyTestDriver:
                 if task is None:
                     raise TopologyError(f"topic {raw.topic!r} is not an input of this topology")
                 task.process(raw.topic, 0, offset, raw.timestamp, raw.key, raw.value, raw.headers)
+                self._processed += 1
                 task.punctuate_stream_time()
                 if self.auto_commit or task.commit_requested:
                     task.commit_prepare()
@@ -221,13 +223,18 @@ class TopologyTestDriver:
         return self._clock
 
     def commit(self) -> None:
-        """Commit every task: flush stores so caches forward their (collapsed) updates downstream."""
-        for task in self._all_tasks():
-            task.commit_prepare()
-            self._drain()
-        for task in self._all_tasks():  # flushes may have produced records processed by other tasks
-            task.commit_prepare()
-            self._drain()
+        """Commit every task: flush stores so caches forward their (collapsed) updates downstream.
+
+        A flush may send records to a repartition topic, whose processing dirties another task's
+        cache, so commit again until a round processes nothing new.
+        """
+        while True:
+            before = self._processed
+            for task in self._all_tasks():
+                task.commit_prepare()
+                self._drain()
+            if self._processed == before:
+                return
 
     def _all_tasks(self) -> list[StreamTask]:
         return ([self._global_task] if self._global_task else []) + self._tasks
