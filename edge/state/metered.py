@@ -183,23 +183,27 @@ class MeteredKeyValueStore:
         return self.wrapped.approximate_num_entries()
 
     # -- timed variants (bound as instance attributes when metrics are enabled) ---------------------
+    # get/put are inlined (no nested call, no try/finally): an operation that raises is not timed.
     def _timed_get(self, key: Any) -> Any:
         t0 = perf_counter_ns()
-        try:
-            return MeteredKeyValueStore.get(self, key)
-        finally:
-            m = self._metrics
-            m.get_count += 1  # type: ignore[union-attr]
-            m.get_ns += perf_counter_ns() - t0  # type: ignore[union-attr]
+        topic = self._topic
+        v = None if key is None else self._vde(topic, self._iget(self._kser(topic, key)))
+        m = self._metrics
+        m.get_ns += perf_counter_ns() - t0  # type: ignore[union-attr]
+        m.get_count += 1  # type: ignore[union-attr]
+        return v
 
     def _timed_put(self, key: Any, value: Any, timestamp: int | None = None) -> None:
         t0 = perf_counter_ns()
-        try:
-            MeteredKeyValueStore.put(self, key, value, timestamp)
-        finally:
-            m = self._metrics
-            m.put_count += 1  # type: ignore[union-attr]
-            m.put_ns += perf_counter_ns() - t0  # type: ignore[union-attr]
+        if timestamp is None:
+            timestamp = self._ts()
+        if key is None:
+            raise StateStoreError("state store keys must not be None", store=self.name)
+        topic = self._topic
+        self._iput(self._kser(topic, key), self._vser(topic, value), timestamp)
+        m = self._metrics
+        m.put_ns += perf_counter_ns() - t0  # type: ignore[union-attr]
+        m.put_count += 1  # type: ignore[union-attr]
 
     def _timed_delete(self, key: Any, timestamp: int | None = None) -> Any:
         t0 = perf_counter_ns()
