@@ -19,18 +19,36 @@ from edge.state.api import (
     key_value_store_builder,
     task_dir,
 )
+from edge.state.builder import KeyValueStoreBuilder
+from edge.state.caching import CachingKeyValueStore
+from edge.state.changelogging import ChangeLoggingKeyValueStore
+from edge.state.checkpoint import checkpoint_path, delete_checkpoint, read_checkpoint, write_checkpoint
+from edge.state.memory import InMemoryKeyValueStore
+from edge.state.metered import MeteredKeyValueStore
+from edge.state.rocksdb import RocksDBKeyValueStore, destroy_store_dir
 
 __all__ = [
     "BytesKeyValueStore",
+    "CachingKeyValueStore",
+    "ChangeLoggingKeyValueStore",
     "ChangelogSink",
     "FlushListener",
+    "InMemoryKeyValueStore",
     "KeyValueIterator",
     "KeyValueStore",
+    "KeyValueStoreBuilder",
+    "MeteredKeyValueStore",
+    "RocksDBKeyValueStore",
     "StateStore",
     "StoreBuilder",
     "StoreContext",
     "StoreMetrics",
     "changelog_topic_name",
+    "checkpoint_path",
+    "delete_checkpoint",
+    "destroy_store_dir",
     "key_value_store_builder",
+    "read_checkpoint",
     "task_dir",
+    "write_checkpoint",
 ]

@@ -25,8 +25,12 @@ Decisions the processor/task/runtime side must know:
   runtime tracks restored offsets in the task's checkpoint file (:mod:`edge.state.checkpoint`).
 * **Iterators** must be closed (``with store.range(a, b) as it: ...``). Closing a store closes its
   open iterators; using one afterwards raises ``StateStoreError``.
-* ``flush()`` writes cache -> changelog sink -> durable store and flushes RocksDB memtables (the WAL is
-  disabled: the changelog is the log). Call it before writing the checkpoint / committing offsets.
+* ``flush()`` writes cache -> changelog sink -> inner store and makes RocksDB durable (fsync of its
+  WAL; a memtable flush after restore writes, which skip the WAL). Order on commit: ``store.flush()``,
+  then flush the producer (changelog records), then commit offsets / write the checkpoint.
+* ``close()`` flushes dirty cache entries first (calling the flush listener, as Kafka Streams does), so
+  flush/commit before closing processors. ``StateStoreError.corrupt`` tells the runtime to wipe
+  (``edge.state.rocksdb.destroy_store_dir``) and restore from the changelog.
 """
 
 from __future__ import annotations
