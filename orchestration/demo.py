@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import time
 import uuid
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -138,9 +139,13 @@ def _lakehouse_round_trip(settings: Settings, rows: list[dict], run_id: str, sum
     from assets.delta import duckdb_relation, read_arrow, read_spark, write_delta
     from assets.spark.session import build_spark_session
 
-    spark = build_spark_session(
-        settings.spark_master, app_name="streamhouse-demo", extra_conf=settings.spark_conf
-    )
+    with warnings.catch_warnings():
+        # pyspark warns that pandas 3 is "not fully supported"; the demo does not use pandas-on-Spark.
+        warnings.simplefilter("ignore", FutureWarning)
+        spark = build_spark_session(
+            settings.spark_master, app_name="streamhouse-demo", extra_conf=settings.spark_conf
+        )
+    spark.sparkContext.setLogLevel("ERROR")
     table_uri = str(settings.lake_root / "demo" / f"orders_{run_id}")
     df = (
         spark.createDataFrame(rows)
@@ -169,7 +174,7 @@ def _lakehouse_round_trip(settings: Settings, rows: list[dict], run_id: str, sum
         .order("revenue DESC")
         .fetchall()
     )
-    duck_rows = duckdb_relation(con, table_uri).count("*").fetchone()[0]
+    duck_rows = duckdb_relation(con, table_uri).count("*").fetchall()[0][0]
     if not spark_rows == arrow_rows == duck_rows == len(rows):
         raise RuntimeError(
             f"read-back mismatch on {table_uri}: spark={spark_rows} arrow={arrow_rows} duckdb={duck_rows}"
