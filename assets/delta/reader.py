@@ -7,6 +7,7 @@ by any Delta writer (Spark layout or delta-rs layout) read back identically.
 
 from __future__ import annotations
 
+import functools
 import os
 import posixpath
 from collections.abc import Sequence
@@ -56,22 +57,39 @@ def read_files(
         return df.select(*columns)
     df = df.withColumn(FILE_NAME_COL, F.col("_metadata.file_name"))
     if partition_cols:
+        types = {
+            f["name"]: _struct_type([_field(f["name"], f["type"])])[f["name"]].dataType
+            for f in table_schema["fields"]
+        }
         names = [posixpath.basename(f.rel_path) for f in files]
-        if len(set(names)) != len(names):
-            raise RuntimeError(
-                f"Delta table {location.uri} has data files with identical names in different partitions; "
-                "run optimize() to rewrite them before reading with Spark."
+        if len(set(names)) == len(names):
+            # One scan; partition values joined on the (unique) file name.
+            mapping_schema = ", ".join(
+                [f"`{FILE_NAME_COL}` string", *[f"`{p}` string" for p in partition_cols]]
             )
-        mapping_schema = ", ".join([f"`{FILE_NAME_COL}` string", *[f"`{p}` string" for p in partition_cols]])
-        rows = [
-            (name, *[f.partition_values.get(p) for p in partition_cols])
-            for name, f in zip(names, files, strict=True)
-        ]
-        mapping = spark.createDataFrame(rows, mapping_schema)
-        types = {f["name"]: f["type"] for f in table_schema["fields"]}
-        for p in partition_cols:
-            mapping = mapping.withColumn(p, F.col(p).cast(_struct_type([_field(p, types[p])])[p].dataType))
-        df = df.join(F.broadcast(mapping), FILE_NAME_COL)
+            rows = [
+                (name, *[f.partition_values.get(p) for p in partition_cols])
+                for name, f in zip(names, files, strict=True)
+            ]
+            mapping = spark.createDataFrame(rows, mapping_schema)
+            for p in partition_cols:
+                mapping = mapping.withColumn(p, F.col(p).cast(types[p]))
+            df = df.join(F.broadcast(mapping), FILE_NAME_COL)
+        else:
+            # Foreign writers may reuse file names across partitions: one scan per partition instead.
+            groups: dict[tuple[str | None, ...], list[ActiveFile]] = {}
+            for f in files:
+                groups.setdefault(tuple(f.partition_values.get(p) for p in partition_cols), []).append(f)
+            parts_dfs = []
+            for values, group in groups.items():
+                part_df = spark.read.schema(_struct_type(data_fields)).parquet(
+                    *[location.spark_path(f.rel_path) for f in group]
+                )
+                part_df = part_df.withColumn(FILE_NAME_COL, F.col("_metadata.file_name"))
+                for p, v in zip(partition_cols, values, strict=True):
+                    part_df = part_df.withColumn(p, F.lit(v).cast(types[p]))
+                parts_dfs.append(part_df)
+            df = functools.reduce(lambda a, b: a.unionByName(b), parts_dfs)
     return df.select(*out_columns)
 
 

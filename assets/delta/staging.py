@@ -29,7 +29,8 @@ STAGING_DIR = "_staging"
 
 @dataclass(frozen=True)
 class StagedFile:
-    rel_path: str  # raw (unencoded) path relative to the table root, identical in staging and table
+    rel_path: str  # final raw (unencoded) path relative to the table root
+    staging_rel_path: str  # where Spark wrote it, relative to the staging dir
     partition_values: dict[str, str | None]
     size: int
     num_records: int
@@ -40,13 +41,15 @@ class StagedFile:
 class Staging:
     location: TableLocation
     rel_dir: str  # e.g. _staging/<uuid>
+    write_id: str
 
     def fs_path(self, rel_path: str = "") -> str:
         return self.location.fs_path(posixpath.join(self.rel_dir, rel_path) if rel_path else self.rel_dir)
 
 
 def new_staging(location: TableLocation) -> Staging:
-    return Staging(location, f"{STAGING_DIR}/{uuid.uuid4().hex}")
+    write_id = uuid.uuid4().hex
+    return Staging(location, f"{STAGING_DIR}/{write_id}", write_id)
 
 
 def write_staged(
@@ -65,7 +68,7 @@ def write_staged(
     base = staging.fs_path()
     infos = fs.get_file_info(pafs.FileSelector(base, recursive=True, allow_not_found=True))
     staged: list[StagedFile] = []
-    for info in infos:
+    for info in sorted(infos, key=lambda i: i.path):
         if info.type != pafs.FileType.File:
             continue
         rel = info.path[len(base) :].lstrip("/")
@@ -75,11 +78,14 @@ def write_staged(
         stats = file_stats(info.path, fs, column_types)
         if stats.num_records == 0:
             continue  # Spark writes schema-only files for empty partitions; Delta does not need them
-        partition_values = parse_partition_dir(posixpath.dirname(rel), partition_cols)
+        rel_dir = posixpath.dirname(rel)
+        partition_values = parse_partition_dir(rel_dir, partition_cols)
+        # Spark reuses `part-NNNNN-<job>.c000` names across partition dirs; make names table-unique.
+        suffix = name[name.index(".") :]
+        final = posixpath.join(rel_dir, f"part-{len(staged):05d}-{staging.write_id}{suffix}")
         staged.append(
-            StagedFile(rel, partition_values, int(info.size or 0), stats.num_records, stats.stats_json)
+            StagedFile(final, rel, partition_values, int(info.size or 0), stats.num_records, stats.stats_json)
         )
-    staged.sort(key=lambda f: f.rel_path)
     return staged
 
 
@@ -94,7 +100,7 @@ def publish(staging: Staging, files: Iterable[StagedFile]) -> list[str]:
         if parent not in created_dirs:
             fs.create_dir(parent, recursive=True)
             created_dirs.add(parent)
-        fs.move(staging.fs_path(f.rel_path), target)
+        fs.move(staging.fs_path(f.staging_rel_path), target)
         moved.append(f.rel_path)
     return moved
 
