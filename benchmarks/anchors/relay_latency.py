@@ -1,0 +1,302 @@
+"""Anchor: end-to-end latency of a raw two-hop relay at a fixed rate, and the client settings behind it.
+
+    generator (harness) --produce--> relay-in --[relay process: poll -> produce]--> relay-out --> sink
+
+The generator produces at a fixed rate (1k events/s by default), embedding ``time.time_ns()`` taken just
+before ``produce()`` in each value; the sink (its own process) records ``time.time_ns()`` when ``poll()``
+hands it the record. All three run on one host, so they share one clock. The first ``warmup_s`` of
+records are discarded (group join, first fetches, connection set-up).
+
+No processing happens in the relay, so its latency is the floor any streaming app on this broker can
+reach with these client settings; the enrichment app's latency is compared against it. The same run
+repeats the relay under several librdkafka settings (one change at a time, then the combination) to
+find what lowers p50/p99 on this broker, recording the relay's CPU cost for each (lower fetch waits
+trade CPU for latency).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
+
+from edge.kafka import BrokerProfile, KafkaClientConfig
+
+SYSTEM = "raw-relay"
+WORKLOAD = "relay-latency"
+
+#: Each entry: name -> (consumer overrides, producer overrides), applied on top of the embedded profile.
+#: The baseline is the profile as shipped (fetch.wait.max.ms=10, librdkafka's linger.ms=5, Nagle on).
+#: Single changes first, so the table shows what each one does, then the recommended combination.
+#: Found during development (see docs/benchmarks.md): Tansu answers an empty fetch only after
+#: fetch.wait.max.ms, so that wait is paid once per hop; linger.ms=0 makes every record its own produce
+#: request and Tansu then queues requests (p99 in the hundreds of ms), so batching must stay on.
+CONFIGS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
+    "baseline": ({}, {}),
+    "linger.ms=0": ({}, {"linger.ms": 0}),
+    "socket.nagle.disable": ({"socket.nagle.disable": True}, {"socket.nagle.disable": True}),
+    "fetch.wait.max.ms=1": ({"fetch.wait.max.ms": 1}, {}),
+    "fetch.wait.max.ms=2": ({"fetch.wait.max.ms": 2}, {}),
+    "tuned": ({"fetch.wait.max.ms": 2, "fetch.min.bytes": 1}, {"linger.ms": 5}),
+}
+#: Configurations run again (interleaved) after the sweep; their figures are medians over the runs,
+#: because a single run's p99 on a shared 2-core machine moves by 2x from one minute to the next.
+REPEATED = ("baseline", "tuned")
+
+
+def _write_json(path: str | Path, data: Any) -> None:
+    path = Path(path)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(data))
+    tmp.replace(path)
+
+
+# ------------------------------------------------------------------------------------ child roles
+
+
+def relay_main(client: KafkaClientConfig, a: argparse.Namespace) -> None:
+    cons_over, prod_over = json.loads(a.consumer_overrides), json.loads(a.producer_overrides)
+    consumer = Consumer(client.consumer(a.group, **{"auto.offset.reset": "earliest", **cons_over}))
+    producer = Producer(client.producer(**prod_over))
+
+    def on_assign(c: Any, parts: list[TopicPartition]) -> None:
+        _write_json(a.ready, {"assigned": [p.partition for p in parts]})
+
+    consumer.subscribe([a.input], on_assign=on_assign)
+    relayed = 0
+    deadline = time.monotonic() + a.max_s
+    try:
+        while time.monotonic() < deadline and relayed < a.events:
+            msg = consumer.poll(0.1)
+            if msg is None:
+                continue
+            if msg.error() is not None:
+                if msg.error().code() == KafkaError._PARTITION_EOF:
+                    continue
+                raise RuntimeError(f"relay consume error: {msg.error()}")
+            producer.produce(a.output, msg.value(), msg.key())
+            producer.poll(0)
+            relayed += 1
+        producer.flush(10)
+    finally:
+        consumer.close()
+    print({"relayed": relayed}, flush=True)
+
+
+def sink_main(client: KafkaClientConfig, a: argparse.Namespace) -> None:
+    # SIGTERM from the harness (records missing) still writes what was measured.
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    cons_over = json.loads(a.consumer_overrides)
+    consumer = Consumer(client.consumer(f"{a.group}-sink", **{"enable.auto.commit": False, **cons_over}))
+    consumer.assign([TopicPartition(a.output, 0, OFFSET_BEGINNING)])
+    consumer.poll(0.1)
+    _write_json(a.ready, {"ready": True})
+    latencies_us: list[int] = []
+    received = 0
+    loads, now_ns = orjson.loads, time.time_ns
+    deadline = time.monotonic() + a.max_s
+    try:
+        while received < a.events and time.monotonic() < deadline:
+            msg = consumer.poll(0.1)
+            if msg is None or msg.error() is not None:
+                continue
+            t = now_ns()
+            v = loads(msg.value())
+            received += 1
+            if v["seq"] >= a.warmup_events:
+                latencies_us.append((t - v["ts_ns"]) // 1000)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        consumer.close()
+    _write_json(a.stats, {"received": received, "latencies_us": latencies_us})
+
+
+def child_main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("role", choices=["relay", "sink"])
+    ap.add_argument("--bootstrap", required=True)
+    ap.add_argument("--profile", default="embedded")
+    ap.add_argument("--input", required=True)
+    ap.add_argument("--output", required=True)
+    ap.add_argument("--group", required=True)
+    ap.add_argument("--events", type=int, required=True)
+    ap.add_argument("--warmup-events", type=int, default=0)
+    ap.add_argument("--max-s", type=float, required=True)
+    ap.add_argument("--ready", required=True)
+    ap.add_argument("--stats", default="")
+    ap.add_argument("--consumer-overrides", default="{}")
+    ap.add_argument("--producer-overrides", default="{}")
+    a = ap.parse_args(argv)
+    client = KafkaClientConfig(a.bootstrap, BrokerProfile(a.profile))
+    (relay_main if a.role == "relay" else sink_main)(client, a)
+    return 0
+
+
+# ------------------------------------------------------------------------------------ harness side
+
+
+def generate(producer: Producer, topic: str, events: int, rate: float, pad: bytes = b"x" * 64) -> float:
+    """Produce ``events`` records at ``rate``/s on a fixed schedule (no drift); returns the achieved rate."""
+    interval = 1.0 / rate
+    dumps, now_ns = orjson.dumps, time.time_ns
+    t0 = time.perf_counter()
+    for i in range(events):
+        target = t0 + i * interval
+        delay = target - time.perf_counter()
+        if delay > 0:
+            time.sleep(delay)
+        producer.produce(topic, dumps({"seq": i, "ts_ns": now_ns(), "pad": pad.decode()}), b"k%d" % (i % 100))
+        producer.poll(0)
+    elapsed = time.perf_counter() - t0
+    producer.flush(30)
+    return events / elapsed if elapsed > 0 else float("nan")
+
+
+def run_one(
+    client: KafkaClientConfig,
+    workdir: Path,
+    run_id: str,
+    name: str,
+    consumer_overrides: dict[str, Any],
+    producer_overrides: dict[str, Any],
+    *,
+    rate: float,
+    duration_s: float,
+    warmup_s: float,
+) -> dict[str, Any]:
+    from benchmarks.common import ensure_topics, percentiles, result, start_child
+
+    tag = "".join(ch if ch.isalnum() else "-" for ch in name)
+    topic_in, topic_out = f"bench-{run_id}-relay-{tag}-in", f"bench-{run_id}-relay-{tag}-out"
+    ensure_topics(client, [topic_in, topic_out])
+    warm = int(rate * warmup_s)
+    total = warm + int(rate * duration_s)
+    max_s = warmup_s + duration_s + 60
+    files = {r: workdir / f"{run_id}-relay-{tag}-{r}" for r in ("relay.ready", "sink.ready", "sink.json")}
+    for f in files.values():
+        f.unlink(missing_ok=True)
+    common_args = [
+        "--bootstrap", client.bootstrap_servers, "--profile", client.profile.value,
+        "--input", topic_in, "--output", topic_out, "--group", f"bench-{run_id}-relay-{tag}",
+        "--events", str(total), "--warmup-events", str(warm), "--max-s", str(max_s),
+        "--consumer-overrides", json.dumps(consumer_overrides),
+        "--producer-overrides", json.dumps(producer_overrides),
+    ]  # fmt: skip
+    mod = [sys.executable, "-m", "benchmarks.anchors.relay_latency"]
+    relay = start_child([*mod, "relay", *common_args, "--ready", str(files["relay.ready"])],
+                        workdir / f"{run_id}-relay-{tag}-relay.log")  # fmt: skip
+    sink = start_child(
+        [*mod, "sink", *common_args, "--ready", str(files["sink.ready"]), "--stats", str(files["sink.json"])],
+        workdir / f"{run_id}-relay-{tag}-sink.log",
+    )
+    settings = {"consumer": consumer_overrides, "producer": producer_overrides}
+    try:
+        deadline = time.monotonic() + 30
+        while not (files["relay.ready"].exists() and files["sink.ready"].exists()):
+            if time.monotonic() > deadline or not relay.alive() or not sink.alive():
+                raise RuntimeError(
+                    f"relay/sink not ready after 30 s\nrelay: {relay.log_tail()}\nsink: {sink.log_tail()}"
+                )
+            time.sleep(0.05)
+        producer = Producer(client.producer(**producer_overrides))
+        achieved = generate(producer, topic_in, total, rate)
+        # Everything is produced; the sink gets 10 s to see the rest, then writes what it has.
+        sink_deadline = time.monotonic() + 10
+        while sink.alive() and time.monotonic() < sink_deadline:
+            time.sleep(0.05)
+        sink.finish(timeout_s=10, terminate=True)
+        relay.finish(timeout_s=10, terminate=True)
+    except Exception as exc:
+        relay.finish(timeout_s=5, terminate=True)
+        sink.finish(timeout_s=5, terminate=True)
+        return result(SYSTEM, WORKLOAD, 0, None, status="failed", config=name, reason=str(exc),
+                      settings=settings)  # fmt: skip
+    stats = json.loads(files["sink.json"].read_text()) if files["sink.json"].exists() else {}
+    lat_ms = [u / 1000 for u in stats.get("latencies_us", [])]
+    if not lat_ms:
+        reason = f"sink received nothing\nrelay: {relay.log_tail()}\nsink: {sink.log_tail()}"
+        return result(
+            SYSTEM, WORKLOAD, 0, None, status="failed", config=name, settings=settings, reason=reason
+        )
+    pct = percentiles(lat_ms, (50, 90, 99, 99.9))
+    wall = warmup_s + duration_s
+    return result(
+        SYSTEM, WORKLOAD, len(lat_ms), achieved,
+        config=name, settings=settings, target_rate=rate, warmup_events=warm,
+        received=stats.get("received"), lost=total - stats.get("received", 0),
+        p50_ms=round(pct["p50"], 2), p90_ms=round(pct["p90"], 2), p99_ms=round(pct["p99"], 2),
+        p999_ms=round(pct["p99.9"], 2), max_ms=round(max(lat_ms), 2),
+        mean_ms=round(sum(lat_ms) / len(lat_ms), 2),
+        relay_cpu_pct=round(100 * relay.cpu_s / wall, 1) if relay.cpu_s is not None else None,
+        sink_cpu_pct=round(100 * sink.cpu_s / wall, 1) if sink.cpu_s is not None else None,
+    )  # fmt: skip
+
+
+def _median(xs: list[float]) -> float:
+    s = sorted(xs)
+    mid = len(s) // 2
+    return s[mid] if len(s) % 2 else (s[mid - 1] + s[mid]) / 2
+
+
+def aggregate(name: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """One result per configuration: medians over its runs, every run kept under ``runs``."""
+    ok = [r for r in runs if r.get("status") == "ok"]
+    if not ok:
+        return runs[-1]
+    agg = dict(ok[-1])
+    agg["events"] = sum(r["events"] for r in ok)
+    agg["events_per_s"] = round(sum(r["events_per_s"] for r in ok) / len(ok))
+    for k in ("p50_ms", "p90_ms", "p99_ms", "p999_ms", "max_ms", "mean_ms", "relay_cpu_pct", "sink_cpu_pct"):
+        vals = [r[k] for r in ok if r.get(k) is not None]
+        if vals:
+            agg[k] = round(_median(vals), 2)
+    agg["repeats"] = len(ok)
+    agg["runs"] = [{k: r.get(k) for k in ("p50_ms", "p99_ms", "p999_ms", "relay_cpu_pct")} for r in runs]
+    agg["lost"] = sum(r.get("lost", 0) or 0 for r in ok)
+    return agg
+
+
+def bench(
+    client: KafkaClientConfig,
+    workdir: Path,
+    run_id: str,
+    *,
+    rate: float = 1000.0,
+    duration_s: float = 10.0,
+    warmup_s: float = 1.0,
+    configs: dict[str, tuple[dict[str, Any], dict[str, Any]]] | None = None,
+    repeats: int = 3,
+) -> list[dict[str, Any]]:
+    """Sweep the configurations, then repeat baseline/tuned until each has ``repeats`` runs."""
+    configs = configs or CONFIGS
+    order = list(configs)
+    order += [n for _ in range(repeats - 1) for n in REPEATED if n in configs]
+    runs: dict[str, list[dict[str, Any]]] = {n: [] for n in configs}
+    for i, name in enumerate(order):
+        cons, prod = configs[name]
+        r = run_one(client, workdir, f"{run_id}{i}", name, cons, prod, rate=rate, duration_s=duration_s,
+                    warmup_s=warmup_s)  # fmt: skip
+        print(f"  relay {name:<22} p50 {r.get('p50_ms')} ms  p99 {r.get('p99_ms')} ms  "
+              f"relay cpu {r.get('relay_cpu_pct')}%", flush=True)  # fmt: skip
+        runs[name].append(r)
+    out = [aggregate(n, rs) for n, rs in runs.items()]
+    base = next((r for r in out if r.get("config") == "baseline" and r.get("status") == "ok"), None)
+    for r in out:
+        if base is not None and r.get("status") == "ok":
+            r["p50_vs_baseline"] = round(r["p50_ms"] / base["p50_ms"], 2)
+            r["p99_vs_baseline"] = round(r["p99_ms"] / base["p99_ms"], 2)
+    return out
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    raise SystemExit(child_main())
