@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 
 class NodeContext:
-    __slots__ = ("_children", "_named", "_stores", "_task", "node_name")
+    __slots__ = ("_children", "_named", "_stores", "_task", "forward_all", "node_name")
 
     def __init__(
         self,
@@ -32,7 +32,16 @@ class NodeContext:
         self.node_name = node_name
         self._named = children
         self._children = tuple(children.values())
+        #: ``forward_all(record)``: the only child's ``process`` itself when there is one child (one call
+        #: less per hop), a loop over all children otherwise. DSL operators bind it in ``init``.
+        self.forward_all: Callable[[Record], None] = (
+            self._children[0] if len(self._children) == 1 else self._forward_many
+        )
         self._stores = frozenset(stores)
+
+    def _forward_many(self, record: Record) -> None:
+        for child in self._children:
+            child(record)
 
     def forward(self, record: Record, to: str | None = None) -> None:
         if to is None:
@@ -113,4 +122,9 @@ class NodeContext:
         return self._task.wall_clock_time
 
 
-__all__ = ["NodeContext", "PunctuationSchedule"]
+__all__ = ["NodeContext", "PunctuationSchedule", "forward_all"]
+
+
+def forward_all(context: Any) -> Callable[[Record], None]:
+    """The fastest "forward to every child" the context offers (works with any ProcessorContext)."""
+    return getattr(context, "forward_all", None) or context.forward

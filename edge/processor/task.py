@@ -85,7 +85,7 @@ class StreamTask:
         self._clock = clock
         self.wall_clock_time = clock()
         self.commit_requested = False
-        self.consumed_offsets: dict[tuple[str, int], int] = {}
+        self._offsets: dict[str, int] = {}  # last processed offset per source topic (one partition each)
         self._sources: dict[str, _Source] = {}
         self._stream_punctuations = PunctuationQueue()
         self._wall_punctuations = PunctuationQueue()
@@ -189,7 +189,7 @@ class StreamTask:
         meta.key_bytes = key
         meta.value_bytes = value
         meta.headers = headers
-        self.consumed_offsets[(topic, partition)] = offset
+        self._offsets[topic] = offset
         try:
             k = source.key_de(topic, key)
             v = source.value_de(topic, value)
@@ -277,4 +277,4 @@ class StreamTask:
         for store in self.stores.values():
             store.flush()
         self.commit_requested = False
-        return {tp: off + 1 for tp, off in self.consumed_offsets.items()}
+        return {(topic, self.partition): off + 1 for topic, off in self._offsets.items()}

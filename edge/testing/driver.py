@@ -132,6 +132,8 @@ class TopologyTestDriver:
                 for topic in task.source_topics:
                     self._task_by_topic[topic] = task
             self._global_topics = {topology.resolve_topic(t, app) for t in topology.global_topics()}
+            for topic in self._global_topics:
+                self._task_by_topic[topic] = self._global_task  # type: ignore[assignment]
         except BaseException:
             self.close()
             raise
@@ -147,7 +149,7 @@ class TopologyTestDriver:
         auto_advance_ms: int = 0,
     ) -> TestInputTopic:
         resolved = self.topology.resolve_topic(topic, self.config.application_id)
-        if resolved not in self._task_by_topic and resolved not in self._global_topics:
+        if resolved not in self._task_by_topic:
             raise TopologyError(
                 f"topic {topic!r} is not an input of this topology; it reads {sorted(self._known())}"
             )
@@ -161,7 +163,7 @@ class TopologyTestDriver:
         )
 
     def _known(self) -> set[str]:
-        return set(self._task_by_topic) | self._global_topics
+        return set(self._task_by_topic)
 
     def pipe_raw(
         self,
@@ -179,7 +181,7 @@ class TopologyTestDriver:
 
     def _produced(self, raw: _Raw) -> None:
         self._outputs[raw.topic].append(raw)
-        if raw.topic in self._task_by_topic or raw.topic in self._global_topics:
+        if raw.topic in self._task_by_topic:
             self._queue.append(raw)
 
     def _drain(self) -> None:
@@ -192,10 +194,7 @@ class TopologyTestDriver:
                 raw = queue.popleft()
                 offset = self._offsets[raw.topic]
                 self._offsets[raw.topic] = offset + 1
-                if raw.topic in self._global_topics:
-                    task = self._global_task
-                else:
-                    task = self._task_by_topic.get(raw.topic)
+                task = self._task_by_topic.get(raw.topic)
                 if task is None:
                     raise TopologyError(f"topic {raw.topic!r} is not an input of this topology")
                 task.process(raw.topic, 0, offset, raw.timestamp, raw.key, raw.value, raw.headers)

@@ -133,7 +133,7 @@ class RepartitionGraphNode(GraphNode):
         if self.filter_name is not None:
             topology.add_processor(self.filter_name, KStreamNullKeyFilter, *parents)
             parents = [self.filter_name]
-        topology.mark_internal_topic(self.topic)
+        topology.mark_internal_topic(self.topic, self.num_partitions)
         topology.add_sink(
             self.sink_name,
             self.topic,

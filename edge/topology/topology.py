@@ -95,7 +95,7 @@ class Topology:
         self._nodes: dict[str, NodeDef] = {}
         self._stores: dict[str, StoreDef] = {}
         self._topic_to_source: dict[str, str] = {}
-        self._internal_topics: set[str] = set()
+        self._internal_topics: dict[str, int | None] = {}  # repartition topic -> partitions (None: runtime)
         self._subtopologies: list[Subtopology] | None = None
 
     # -- Processor API ------------------------------------------------------------------------------
@@ -226,14 +226,28 @@ class Topology:
         return node
 
     # -- DSL hooks ----------------------------------------------------------------------------------
-    def mark_internal_topic(self, topic: str) -> None:
-        """A repartition topic: prefixed with the application id at runtime."""
-        self._internal_topics.add(topic)
+    def mark_internal_topic(self, topic: str, num_partitions: int | None = None) -> None:
+        """A repartition topic: prefixed with the application id at runtime. ``num_partitions=None``
+        lets the runtime choose (Kafka: the partition count of the sub-topology's input topics)."""
+        self._internal_topics[topic] = num_partitions
 
     # -- inspection ---------------------------------------------------------------------------------
     @property
     def internal_topics(self) -> set[str]:
         return set(self._internal_topics)
+
+    def repartition_topics(self, application_id: str) -> dict[str, int | None]:
+        """Resolved repartition topic names -> requested partition count (None: runtime decides)."""
+        return {self.resolve_topic(t, application_id): n for t, n in self._internal_topics.items()}
+
+    def source_topics(self, application_id: str) -> dict[int, list[str]]:
+        """Resolved input topics per (non-global) sub-topology: what the runtime subscribes to and how
+        it groups partitions into tasks (task ``<id>_<p>`` reads partition ``p`` of each of these)."""
+        return {
+            st.id: [self.resolve_topic(t, application_id) for t in st.source_topics]
+            for st in self.subtopologies()
+            if not st.is_global
+        }
 
     def store_names(self) -> list[str]:
         return list(self._stores)

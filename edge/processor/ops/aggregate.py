@@ -100,6 +100,8 @@ class KTableAggregate(_StoreBacked):
         if key is None:
             self._skip("a null key")
             return
+        if change.new is None and change.old is None:
+            return
         old = self._get(key)
         old_agg = None if old is None else old[0]
         ts = record.timestamp if old is None else max(record.timestamp, old[1])
@@ -123,6 +125,8 @@ class KTableReduce(_StoreBacked):
         key, change = record.key, record.value
         if key is None:
             self._skip("a null key")
+            return
+        if change.new is None and change.old is None:
             return
         old = self._get(key)
         old_agg = None if old is None else old[0]

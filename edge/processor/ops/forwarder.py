@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from edge.processor.api import ProcessorContext
+from edge.processor.context import forward_all
 from edge.processor.record import Change, Headers, Record
 from edge.serde import ValueAndTimestamp
 
@@ -16,7 +17,7 @@ class TableEmitter:
     __slots__ = ("_caching", "_forward", "_put", "store")
 
     def __init__(self, context: ProcessorContext, store_name: str | None) -> None:
-        self._forward = context.forward
+        self._forward = forward_all(context)
         self.store: Any = None
         self._caching = False
         if store_name is not None:

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from edge.processor.api import Processor, ProcessorContext
+from edge.processor.context import forward_all
 from edge.processor.ops.getters import ValueGetterSupplier
 from edge.processor.record import Change, Record
 
@@ -40,7 +41,7 @@ class KStreamTableJoin(Processor):
         self.context = context
         self._getter.init(context)
         self._get = self._getter.get
-        self._forward = context.forward
+        self._forward = forward_all(context)
 
     def process(self, record: Record) -> None:
         value = record.value
@@ -84,7 +85,7 @@ class KTableKTableJoinSide(Processor):
     def init(self, context: ProcessorContext) -> None:
         self.context = context
         self._other.init(context)
-        self._forward = context.forward
+        self._forward = forward_all(context)
 
     def _row(self, this: Any, other: Any) -> Any:
         """The joined row given this side's value and the other side's value (None = no row)."""

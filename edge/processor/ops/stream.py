@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from edge.processor.api import Processor, ProcessorContext
+from edge.processor.context import forward_all
 from edge.processor.record import Record
 
 
@@ -16,7 +17,7 @@ class _Forwarding(Processor):
 
     def init(self, context: ProcessorContext) -> None:
         self.context = context
-        self._forward = context.forward  # type: ignore[assignment]
+        self._forward = forward_all(context)
 
 
 class KStreamFilter(_Forwarding):

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from edge.processor.api import Processor, ProcessorContext
+from edge.processor.context import forward_all
 from edge.processor.ops.forwarder import TableEmitter
 from edge.processor.record import Change, Record
 
@@ -85,7 +86,7 @@ class KTableMapValues(Processor):
 class KTableToStream(Processor):
     def init(self, context: ProcessorContext) -> None:
         self.context = context
-        self._forward = context.forward
+        self._forward = forward_all(context)
 
     def process(self, record: Record) -> None:
         self._forward(Record(record.key, record.value.new, record.timestamp, record.headers))
@@ -103,7 +104,7 @@ class KTableRepartitionMap(Processor):
 
     def init(self, context: ProcessorContext) -> None:
         self.context = context
-        self._forward = context.forward
+        self._forward = forward_all(context)
 
     def process(self, record: Record) -> None:
         key, change, select = record.key, record.value, self._selector

@@ -42,7 +42,7 @@ def test_repartition_after_select_key_then_count():
         .to("out", Produced.with_(S, L))
     )
     topo = b.build()
-    assert topo.internal_topics == {"by-colour-repartition"}
+    assert set(topo.internal_topics) == {"by-colour-repartition"}
     assert len(topo.subtopologies()) == 2
     with TopologyTestDriver(topo, config("app")) as d:
         tin = d.create_input_topic("in", S, S)

@@ -136,7 +136,7 @@ def test_table_group_by_aggregate_subtracts_old_and_adds_new_on_key_change():
     )
     ages.to_stream().to("out", Produced.with_(S, L))
     topo = b.build()
-    assert topo.internal_topics == {"age-by-region-repartition"}
+    assert set(topo.internal_topics) == {"age-by-region-repartition"}
     with TopologyTestDriver(topo, config()) as d:
         tin = d.create_input_topic("users", S, Serdes.json())
         out = d.create_output_topic("out", S, L)

@@ -172,7 +172,7 @@ def test_repartition_routes_through_internal_topic():
     b.stream("in", STR).select_key(lambda k, v: v).repartition(Repartitioned.as_("by-value")).to("out")
     topo = b.build()
     assert len(topo.subtopologies()) == 2
-    assert topo.internal_topics == {"by-value-repartition"}
+    assert set(topo.internal_topics) == {"by-value-repartition"}
     with TopologyTestDriver(topo, config("app")) as d:
         d.create_input_topic("in", S, S).pipe_input("k", "v", 5)
         assert d.create_output_topic("out", S, S).read_records_to_list() == [TestRecord("v", "v", 5, [])]

@@ -51,7 +51,7 @@ def test_stream_rekeyed_before_table_join_is_repartitioned():
     table = b.table("table", STR)
     b.stream("stream", STR).select_key(lambda k, v: v).join(table, lambda s, t: t).to("out")
     topo = b.build()
-    assert topo.internal_topics == {"KSTREAM-KEY-SELECT-0000000004-repartition"}
+    assert set(topo.internal_topics) == {"KSTREAM-KEY-SELECT-0000000004-repartition"}
     with TopologyTestDriver(topo, config()) as d:
         d.create_input_topic("table", S, S).pipe_input("x", "row-x")
         d.create_input_topic("stream", S, S).pipe_input("ignored", "x")

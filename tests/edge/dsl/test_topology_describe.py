@@ -63,7 +63,7 @@ def test_generated_names_for_unnamed_aggregation():
     b.stream("in").select_key(lambda k, v: v).group_by_key().count()
     topo = b.build()
     assert topo.store_names() == ["KSTREAM-AGGREGATE-STATE-STORE-0000000002"]
-    assert topo.internal_topics == {"KSTREAM-AGGREGATE-STATE-STORE-0000000002-repartition"}
+    assert set(topo.internal_topics) == {"KSTREAM-AGGREGATE-STATE-STORE-0000000002-repartition"}
     assert topo.changelog_topics("app") == {
         "KSTREAM-AGGREGATE-STATE-STORE-0000000002": "app-KSTREAM-AGGREGATE-STATE-STORE-0000000002-changelog"
     }
