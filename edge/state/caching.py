@@ -197,6 +197,9 @@ class CachingKeyValueStore:
             key = next(iter(cache))
             if key in self._dirty:
                 self._flush_dirty()
+                if key in self._dirty:  # the listener wrote this key again: keep it, evict another
+                    cache.move_to_end(key)
+                    continue
             value = cache.pop(key, _MISSING)
             if value is _MISSING:  # re-entrant listener changed the cache
                 continue

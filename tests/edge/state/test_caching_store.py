@@ -229,3 +229,22 @@ def test_restore_batch_bypasses_cache_and_logging(make_store, sink) -> None:
     assert sink.records == []
     assert store.get("a") == "local"  # pending local write is newer
     assert store.get("b") == "restored-b"
+
+
+def test_listener_rewriting_evicted_key_keeps_it_cached(make_store, sink) -> None:
+    entry = ENTRY_OVERHEAD + 2 + 2
+    store = make_store(cache_max_bytes=entry * 2)
+    rewrites = []
+
+    def listener(key, new, old, ts):
+        if key == "k0" and not rewrites:
+            rewrites.append(key)
+            store.put("k0", "v9", timestamp=ts)
+
+    store.set_flush_listener(listener)
+    store.put("k0", "v0")
+    store.put("k1", "v1")
+    store.put("k2", "v2")  # evicts k0 -> flush -> listener re-dirties k0
+    store.flush()
+    assert store.get("k0") == "v9"
+    assert sink.latest()[b"k0"] == b"v9"
