@@ -51,7 +51,9 @@ def run(events: list[tuple[bytes, bytes]], *, commit_every: int, label: str) -> 
         outputs = len(driver._outputs["counts-out"])
     assert counted == len(events), (counted, len(events))
     rate = len(events) / elapsed
-    print(f"{label:>10}: {len(events):,} events in {elapsed:.2f}s = {rate:,.0f} events/s ({outputs:,} outputs)")
+    print(
+        f"{label:>10}: {len(events):,} events in {elapsed:.2f}s = {rate:,.0f} events/s ({outputs:,} outputs)"
+    )
     return {
         "system": f"edge-ttd-{label}",
         "workload": "count",
@@ -64,7 +66,9 @@ def run(events: list[tuple[bytes, bytes]], *, commit_every: int, label: str) -> 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--events", type=int, default=200_000)
     parser.add_argument("--keys", type=int, default=DEFAULT_KEYS)
     parser.add_argument("--commit-every", type=int, default=10_000)

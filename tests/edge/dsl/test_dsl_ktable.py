@@ -6,7 +6,7 @@ from edge.processor import StreamsConfig
 from edge.serde import Serdes
 from edge.testing import TopologyTestDriver
 
-S, L, I = Serdes.string(), Serdes.long(), Serdes.int()
+S, L, INT = Serdes.string(), Serdes.long(), Serdes.int()
 STR = Consumed.with_(S, S)
 
 
@@ -36,25 +36,25 @@ def test_generated_table_store_name():
 
 def test_filter_turns_rows_that_stop_matching_into_deletes():
     b = StreamsBuilder()
-    b.table("t", Consumed.with_(S, I)).filter(lambda k, v: v > 10).to_stream().to("out")
+    b.table("t", Consumed.with_(S, INT)).filter(lambda k, v: v > 10).to_stream().to("out")
     with TopologyTestDriver(b.build(), config()) as d:
-        tin = d.create_input_topic("t", S, I)
+        tin = d.create_input_topic("t", S, INT)
         tin.pipe_input("a", 5)  # never matched: nothing to say
         tin.pipe_input("a", 20)  # now matches: insert
         tin.pipe_input("a", 30)  # update
         tin.pipe_input("a", 1)  # stops matching: delete
         tin.pipe_input("a", None)  # already absent downstream: nothing
-        out = d.create_output_topic("out", S, I).read_key_values_to_list()
+        out = d.create_output_topic("out", S, INT).read_key_values_to_list()
         assert out == [("a", 20), ("a", 30), ("a", None)]
 
 
 def test_materialized_filter_and_map_values_are_queryable():
     b = StreamsBuilder()
-    t = b.table("t", Consumed.with_(S, I))
-    t.filter_not(lambda k, v: v % 2, materialized=Materialized.as_("even").with_value_serde(I))
+    t = b.table("t", Consumed.with_(S, INT))
+    t.filter_not(lambda k, v: v % 2, materialized=Materialized.as_("even").with_value_serde(INT))
     t.map_values(lambda v: str(v * 2), materialized=Materialized.as_("doubled").with_value_serde(S))
     with TopologyTestDriver(b.build(), config()) as d:
-        tin = d.create_input_topic("t", S, I)
+        tin = d.create_input_topic("t", S, INT)
         tin.pipe_input("a", 2)
         tin.pipe_input("b", 3)
         tin.pipe_input("a", None)

@@ -17,7 +17,11 @@ def _driver(left):
     b = StreamsBuilder()
     table = b.table("table", STR)
     stream = b.stream("stream", STR)
-    joined = stream.left_join(table, lambda s, t: f"{s}/{t}") if left else stream.join(table, lambda s, t: f"{s}/{t}")
+    joined = (
+        stream.left_join(table, lambda s, t: f"{s}/{t}")
+        if left
+        else stream.join(table, lambda s, t: f"{s}/{t}")
+    )
     joined.to("out")
     return TopologyTestDriver(b.build(), config())
 

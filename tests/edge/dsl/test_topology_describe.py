@@ -74,13 +74,18 @@ def test_explicit_names_are_honoured_and_do_not_shift_others():
         b = StreamsBuilder()
         s = b.stream("in", Consumed.as_("source") if named else None)
         s = s.filter(lambda k, v: True, named=Named.as_("keep-all") if named else None)
-        s.group_by(lambda k, v: v, Grouped.as_("grouped")).count(named="counter" if named else None).to_stream().to(
-            "out"
-        )
+        s.group_by(lambda k, v: v, Grouped.as_("grouped")).count(
+            named="counter" if named else None
+        ).to_stream().to("out")
         return b.build()
 
     named = str(build(True).describe())
-    for name in ["Source: source ", "Processor: keep-all ", "Processor: counter ", "grouped-repartition-sink"]:
+    for name in [
+        "Source: source ",
+        "Processor: keep-all ",
+        "Processor: counter ",
+        "grouped-repartition-sink",
+    ]:
         assert name in named
     unnamed = str(build(False).describe())
     # the to_stream node keeps its generated index whether or not earlier nodes were named

@@ -30,7 +30,9 @@ def topology():
 
 
 def driver(**handlers):
-    return TopologyTestDriver(topology(), StreamsConfig("errs", default_key_serde=S, default_value_serde=L, **handlers))
+    return TopologyTestDriver(
+        topology(), StreamsConfig("errs", default_key_serde=S, default_value_serde=L, **handlers)
+    )
 
 
 def test_deserialization_error_fails_by_default_with_position():

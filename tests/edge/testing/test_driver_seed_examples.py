@@ -29,7 +29,16 @@ def test_word_count():
         lines = d.create_input_topic("streams-plaintext-input", S, S)
         lines.pipe_value_list(["all streams lead to Kafka", "hello kafka streams", "join kafka summit"])
         counts = d.create_output_topic("streams-wordcount-output", S, L).read_key_values_to_map()
-        assert counts == {"all": 1, "streams": 2, "lead": 1, "to": 1, "kafka": 3, "hello": 1, "join": 1, "summit": 1}
+        assert counts == {
+            "all": 1,
+            "streams": 2,
+            "lead": 1,
+            "to": 1,
+            "kafka": 3,
+            "hello": 1,
+            "join": 1,
+            "summit": 1,
+        }
         assert d.get_key_value_store("counts-store").get("kafka") == 3
 
 
@@ -79,8 +88,14 @@ def test_order_enrichment_stream_table_join():
         o.pipe_input("ORD-3", Order("ORD-3", "C004", 50.0))
         out = d.create_output_topic("enriched-orders", S, J).read_key_values_to_list()
     assert out == [
-        ("C001", {"order_id": "ORD-1", "customer_name": "Alice", "tier": "gold", "within_credit_limit": True}),
-        ("C002", {"order_id": "ORD-2", "customer_name": "Bob", "tier": "silver", "within_credit_limit": False}),
+        (
+            "C001",
+            {"order_id": "ORD-1", "customer_name": "Alice", "tier": "gold", "within_credit_limit": True},
+        ),
+        (
+            "C002",
+            {"order_id": "ORD-2", "customer_name": "Bob", "tier": "silver", "within_credit_limit": False},
+        ),
         ("C004", {"order_id": "ORD-3", "customer_name": "UNKNOWN", "within_credit_limit": False}),
     ]
 
@@ -93,7 +108,9 @@ def test_browser_actions_left_joined_with_captcha_verified():
         events.filter(lambda _k, e: e["logger_name"] == "captcha-verified")
         .map(lambda _k, e: (e["browserHash"], 1))
         .group_by_key(Grouped.with_(S, Serdes.int()))
-        .reduce(lambda v1, _v2: v1, materialized=Materialized.as_("captchaStore").with_value_serde(Serdes.int()))
+        .reduce(
+            lambda v1, _v2: v1, materialized=Materialized.as_("captchaStore").with_value_serde(Serdes.int())
+        )
     )
     actions = (
         events.filter(lambda _k, e: e["logger_name"] == "action")
@@ -102,7 +119,9 @@ def test_browser_actions_left_joined_with_captcha_verified():
         .count(materialized="actions-count")
     )
     joined = actions.left_join(captcha_verified, lambda count, captcha: count if captcha is None else 0)
-    joined.to_stream().filter(lambda _browser, count: count >= 3).foreach(lambda browser, _c: asked.append(browser))
+    joined.to_stream().filter(lambda _browser, count: count >= 3).foreach(
+        lambda browser, _c: asked.append(browser)
+    )
     with TopologyTestDriver(b.build(), config("captcha")) as d:
         tin = d.create_input_topic("browser-events", S, J)
 
@@ -144,4 +163,7 @@ def test_inventory_on_hand_from_sales_and_shipments_with_reorder_alerts():
         ship.pipe_input("widget", 20)
         assert d.get_key_value_store("inventory").to_dict() == {"gadget": 3, "widget": 23}
         alerts = d.create_output_topic("reorder-alerts", S, J).read_key_values_to_list()
-    assert alerts == [("gadget", {"reorder": True, "on_hand": 3}), ("widget", {"reorder": True, "on_hand": 3})]
+    assert alerts == [
+        ("gadget", {"reorder": True, "on_hand": 3}),
+        ("widget", {"reorder": True, "on_hand": 3}),
+    ]
