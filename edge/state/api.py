@@ -17,9 +17,12 @@ Decisions the processor/task/runtime side must know:
   called from the processor's ``init`` (after the task initialised the store), returns ``True`` when
   the stack has a caching layer: the processor must then NOT forward itself -- the cache calls
   ``listener(key, new_value, old_value, timestamp)`` once per dirty key on flush (commit) and when a
-  dirty entry is evicted. ``old_value`` is the value in the underlying store before this flush (only
-  read when ``send_old_values=True``). With ``False`` the processor forwards directly. With a zero
-  cache budget the caching layer is write-through and calls the listener synchronously on each write.
+  dirty entry is evicted. ``old_value`` is the value in the underlying store before this flush, i.e.
+  the last value the listener saw (``None`` when ``send_old_values=False``). A key created and deleted
+  between two flushes is neither written nor forwarded. With ``False`` the processor forwards directly.
+  With a zero cache budget the caching layer is write-through and calls the listener on each write.
+* **Context per store.** Give each store its own ``StoreContext`` (its changelog topic, cache share and
+  ``StoreMetrics``). ``metrics=None`` selects untimed methods (timing costs ~0.2 us per operation).
 * **Restore.** ``restore_batch(records)`` on any layer applies changelog ``(key_bytes, value_bytes |
   None)`` records to the innermost store in one write batch, bypassing logging and the cache. The
   runtime tracks restored offsets in the task's checkpoint file (:mod:`edge.state.checkpoint`).
