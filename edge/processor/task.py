@@ -91,6 +91,7 @@ class StreamTask:
         self._wall_punctuations = PunctuationQueue()
         self._deser_handler = config.deserialization_exception_handler.handle
         self._proc_handler = config.processing_exception_handler.handle
+        self._node_names: dict[int, str] = {}
         self._initialized = False
         self._closed = False
 
@@ -128,6 +129,7 @@ class StreamTask:
             )
             self.stores[name] = store
         processes = {spec.name: spec.processor.process for spec in pt.processors}
+        self._node_names = {id(spec.processor): spec.name for spec in pt.processors}
         contexts = [
             NodeContext(self, spec.name, {c: processes[c] for c in spec.children}, spec.stores)
             for spec in pt.processors
@@ -207,7 +209,20 @@ class StreamTask:
         except ProcessingFailed:
             raise
         except Exception as exc:
-            self._handle(ErrorKind.PROCESSING, exc, None)
+            self._handle(ErrorKind.PROCESSING, exc, self._failing_node(exc))
+
+    def _failing_node(self, exc: BaseException) -> str | None:
+        """The innermost processor on the traceback: found after the fact, so the per-record path
+        carries no bookkeeping of the current node."""
+        names = self._node_names
+        node = None
+        tb = exc.__traceback__
+        while tb is not None:
+            owner = tb.tb_frame.f_locals.get("self")
+            if owner is not None:
+                node = names.get(id(owner), node)
+            tb = tb.tb_next
+        return node
 
     def _handle(self, kind: ErrorKind, exc: BaseException, node: str | None) -> None:
         meta = self.meta

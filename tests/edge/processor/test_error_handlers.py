@@ -45,9 +45,11 @@ def test_deserialization_error_fails_by_default_with_position():
     assert "deserialization" in str(err) and "handler" in str(err)
 
 
-def test_processing_error_fails_by_default():
-    with driver() as d, pytest.raises(ProcessingFailed, match="ZeroDivisionError"):
+def test_processing_error_fails_by_default_and_names_the_processor():
+    with driver() as d, pytest.raises(ProcessingFailed, match="ZeroDivisionError") as info:
         d.create_input_topic("in", S, L).pipe_input("k", 0)
+    assert info.value.error.node_name == "KSTREAM-MAPVALUES-0000000001"
+    assert "node='KSTREAM-MAPVALUES-0000000001'" in str(info.value)
 
 
 def test_log_and_continue_skips_bad_records():
