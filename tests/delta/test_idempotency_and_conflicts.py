@@ -1,0 +1,106 @@
+"""Idempotent retries via app transactions, and optimistic-concurrency conflicts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import assets.delta.writer as writer_module
+from assets.delta import (
+    AppTransaction,
+    CommitConflictError,
+    app_transaction_versions,
+    history,
+    read_spark,
+    table_version,
+    write_delta,
+)
+from tests.delta.helpers import data_files_on_disk, log_actions
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+SCHEMA = "id long, part string"
+
+
+def test_retry_with_same_app_transaction_is_skipped(spark, tmp_lake: Path) -> None:
+    table = tmp_lake / "idem"
+    df = spark.createDataFrame([(1, "a"), (2, "b")], SCHEMA)
+    txn = [AppTransaction("ingest-job", 7)]
+    assert app_transaction_versions(table) == {}
+
+    first = write_delta(df, table, app_transactions=txn, commit_metadata={"asset": "events", "run_id": "r1"})
+    files_after_first = data_files_on_disk(table)
+    retry = write_delta(df, table, app_transactions=txn)
+    older = write_delta(df, table, app_transactions=[AppTransaction("ingest-job", 3)])
+
+    assert not first.skipped and retry.skipped and older.skipped
+    assert retry.version == first.version == 0 and retry.files_added == 0
+    assert data_files_on_disk(table) == files_after_first  # nothing staged or moved
+    assert read_spark(spark, table).count() == 2
+    assert app_transaction_versions(table) == {"ingest-job": 7}
+    assert history(table)[0]["run_id"] == "r1" and history(table)[0]["asset"] == "events"
+
+    # a newer version, or another app id not yet committed, writes again (and records both)
+    nxt = write_delta(
+        df, table, app_transactions=[AppTransaction("ingest-job", 8), AppTransaction("other", 1)]
+    )
+    assert not nxt.skipped and nxt.version == 1
+    assert app_transaction_versions(table) == {"ingest-job": 8, "other": 1}
+    txns = [a["txn"] for a in log_actions(table) if "txn" in a]
+    assert {(t["appId"], t["version"]) for t in txns} == {("ingest-job", 7), ("ingest-job", 8), ("other", 1)}
+
+
+def _inject_concurrent_commit(monkeypatch: pytest.MonkeyPatch, action) -> None:
+    """Run a real competing commit after our snapshot was read and our files were staged."""
+    original = writer_module.write_staged
+
+    def staged_then_competitor(*args, **kwargs):
+        staged = original(*args, **kwargs)
+        monkeypatch.setattr(writer_module, "write_staged", original)  # competitor writes normally
+        action()
+        return staged
+
+    monkeypatch.setattr(writer_module, "write_staged", staged_then_competitor)
+
+
+@pytest.mark.parametrize("mode", ["overwrite", "merge"])
+def test_concurrent_commit_conflict(
+    spark, tmp_lake: Path, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    table = tmp_lake / f"contended_{mode}"
+    write_delta(spark.createDataFrame([(1, "a"), (2, "b")], SCHEMA), table, partition_by=["part"])
+    competitor = spark.createDataFrame([(3, "a")], SCHEMA)
+    _inject_concurrent_commit(monkeypatch, lambda: write_delta(competitor, table, mode="overwrite"))
+
+    ours = spark.createDataFrame([(1, "a"), (9, "z")], SCHEMA)
+    kwargs = {"merge_keys": ["id"]} if mode == "merge" else {}
+    with pytest.raises(CommitConflictError, match=r"retry") as excinfo:
+        write_delta(ours, table, mode=mode, app_transactions=[AppTransaction("job", 1)], **kwargs)
+
+    assert excinfo.value.version == 1 and str(table) in str(excinfo.value)
+    assert table_version(table) == 1  # the competitor's commit, nothing of ours
+    assert [r.id for r in read_spark(spark, table).collect()] == [3]
+    assert app_transaction_versions(table) == {}
+    referenced = {a["add"]["path"] for a in log_actions(table) if "add" in a}
+    from urllib.parse import unquote
+
+    assert data_files_on_disk(table) <= {unquote(p) for p in referenced}  # our moved files were deleted
+    assert not list((table / "_staging").glob("*"))
+
+    # the retry succeeds on top of the competitor's version
+    retry = write_delta(ours, table, mode=mode, app_transactions=[AppTransaction("job", 1)], **kwargs)
+    assert retry.version == 2
+    expected = [1, 9] if mode == "overwrite" else [1, 3, 9]
+    assert sorted(r.id for r in read_spark(spark, table).collect()) == expected
+
+
+def test_concurrent_blind_appends_both_land(spark, tmp_lake: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    table = tmp_lake / "appends"
+    write_delta(spark.createDataFrame([(1, "a")], SCHEMA), table)
+    _inject_concurrent_commit(
+        monkeypatch, lambda: write_delta(spark.createDataFrame([(2, "b")], SCHEMA), table)
+    )
+    result = write_delta(spark.createDataFrame([(3, "c")], SCHEMA), table)
+    assert result.version == 2
+    assert sorted(r.id for r in read_spark(spark, table).collect()) == [1, 2, 3]
