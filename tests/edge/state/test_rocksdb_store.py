@@ -187,3 +187,22 @@ def test_approximate_count_uses_rocksdb_estimate(tmp_path) -> None:
     store.flush()
     assert 900 <= store.approximate_num_entries() <= 1100
     store.close()
+
+
+def test_shared_memory_bounds_are_configurable(tmp_path) -> None:
+    from edge.state import rocksdb
+
+    rocksdb.configure_rocksdb_memory(block_cache_bytes=8 << 20, write_buffer_bytes=32 << 20)
+    try:
+        stores = []
+        for i in range(3):
+            store = RocksDBKeyValueStore(f"s{i}")
+            store.init(_ctx(tmp_path))
+            store.put(b"k", b"v")
+            stores.append(store)
+        assert rocksdb._shared_write_buffers().get_buffer_size() == 32 << 20
+        for store in stores:
+            assert store.get(b"k") == b"v"
+            store.close()
+    finally:
+        rocksdb.configure_rocksdb_memory(block_cache_bytes=64 << 20, write_buffer_bytes=128 << 20)
