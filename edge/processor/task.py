@@ -101,8 +101,23 @@ class StreamTask:
 
     # -- lifecycle ------------------------------------------------------------------------------------
     def initialize(self) -> None:
+        """Open the stores, then init processors; on failure the stores opened so far are closed."""
         if self._initialized:
             return
+        try:
+            self._initialize()
+        except BaseException:
+            for store in self.stores.values():
+                try:
+                    store.close()
+                except Exception:
+                    log.exception("closing store %s of task %s after a failed init", store.name, self.id)
+            self.stores.clear()
+            self._closed = True
+            raise
+        self._initialized = True
+
+    def _initialize(self) -> None:
         pt = self.topology
         state_dir = self.config.state_dir
         if state_dir is None and any(b.persistent for b in pt.stores.values()):
@@ -146,14 +161,13 @@ class StreamTask:
         # children before parents, so a parent's init may rely on its children being ready
         for spec, ctx in reversed(list(zip(pt.processors, contexts, strict=True))):
             spec.processor.init(ctx)
-        self._initialized = True
 
     def close(self) -> None:
         if self._closed:
             return
         self._closed = True
         errors: list[BaseException] = []
-        for spec in self.topology.processors:
+        for spec in self.topology.processors if self._initialized else ():
             try:
                 spec.processor.close()
             except Exception as exc:

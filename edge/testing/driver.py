@@ -118,7 +118,7 @@ class TopologyTestDriver:
                 if st.is_global:
                     pt = topology.build_processor_topology(st.id, config)
                     self._global_task = StreamTask("global", pt, config, collector, sink, clock=clock)
-                    self._global_task.initialize()
+                    self._global_task.initialize()  # before the stream tasks: they read its stores
             global_stores = self._global_task.stores if self._global_task else {}
             for st in topology.subtopologies():
                 if st.is_global:
@@ -188,6 +188,7 @@ class TopologyTestDriver:
         if self._draining:
             return
         self._draining = True
+        commit_all = False
         try:
             queue = self._queue
             while queue:
@@ -200,10 +201,14 @@ class TopologyTestDriver:
                 task.process(raw.topic, 0, offset, raw.timestamp, raw.key, raw.value, raw.headers)
                 self._processed += 1
                 task.punctuate_stream_time()
-                if self.auto_commit or task.commit_requested:
+                if self.auto_commit:
                     task.commit_prepare()
+                elif task.commit_requested:
+                    commit_all = True  # like Kafka Streams: a requested commit commits every task
         finally:
             self._draining = False
+        if commit_all:
+            self.commit()
 
     # -- time and commits -------------------------------------------------------------------------------
     def advance_wall_clock_time(self, ms: int) -> None:

@@ -3,7 +3,7 @@ Topology API used directly (add_source/add_processor/add_sink)."""
 
 import pytest
 
-from edge.dsl import Consumed, StreamsBuilder
+from edge.dsl import Consumed, Produced, StreamsBuilder
 from edge.errors import TopologyError
 from edge.processor import Processor, PunctuationType, Record, StreamsConfig
 from edge.serde import Serdes
@@ -125,3 +125,38 @@ def test_punctuation_stream_time_and_wall_clock():
         assert out.is_empty()
         d.advance_wall_clock_time(1)
         assert out.read_key_values_to_list() == [("wall-tick", "1000")]
+
+
+class Buffering(Processor):
+    """Buffers values in an uncached store and asks for a commit every second record; counts closes."""
+
+    closed = 0
+
+    def init(self, context):
+        super().init(context)
+        self.n = 0
+
+    def process(self, record):
+        self.n += 1
+        self.context.forward(record.with_value(f"{record.value}#{self.n}"))
+        if self.n % 2 == 0:
+            self.context.commit()
+
+    def close(self):
+        type(self).closed += 1
+
+
+def test_close_is_called_and_commit_requests_are_honoured():
+    b = StreamsBuilder()
+    b.stream("in", Consumed.with_(S, S)).process(Buffering).group_by_key().count(
+        materialized="c"
+    ).to_stream().to("out", Produced.with_(S, L))
+    d = TopologyTestDriver(b.build(), config(), auto_commit=False)
+    tin = d.create_input_topic("in", S, S)
+    out = d.create_output_topic("out", S, L)
+    tin.pipe_input("k", "a")
+    assert out.is_empty()  # cached, no commit yet
+    tin.pipe_input("k", "b")  # the processor asked for a commit: caches flush
+    assert out.read_key_values_to_list() == [("k", 2)]
+    d.close()
+    assert Buffering.closed == 1
