@@ -1,7 +1,8 @@
 """Deterministic generated names, as Kafka Streams makes them: ``<PREFIX><10-digit index>`` with one
 counter per builder shared by processors and stores. The same DSL code therefore produces the same
 names (and internal topic / store names) on every start; ``named=`` overrides a name without shifting
-the others, because a generated index is still consumed.
+the others, because a generated index is still consumed (a deliberate difference from Kafka Streams,
+where naming one operator renumbers every later generated name).
 """
 
 from __future__ import annotations
