@@ -52,7 +52,7 @@ def run_stateless(events: list[tuple[bytes, bytes]]) -> dict:
         for key, value in events:
             pipe("events", key, value, 0)
         elapsed = time.perf_counter() - start
-        assert len(driver._outputs["out"]) == len(events)
+        assert driver.create_output_topic("out").get_queue_size() == len(events)
     rate = len(events) / elapsed
     print(
         f"{'stateless':>10}: {len(events):,} events in {elapsed:.2f}s = {rate:,.0f} events/s "
@@ -80,7 +80,7 @@ def run(events: list[tuple[bytes, bytes]], *, commit_every: int, label: str) -> 
         driver.commit()
         elapsed = time.perf_counter() - start
         counted = sum(v for _, v in driver.get_key_value_store("counts").all())
-        outputs = len(driver._outputs["counts-out"])
+        outputs = driver.create_output_topic("counts-out").get_queue_size()
     assert counted == len(events), (counted, len(events))
     rate = len(events) / elapsed
     print(

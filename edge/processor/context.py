@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 
 from edge.errors import TopologyError
 from edge.processor.api import Cancellable, PunctuationType, Punctuator
-from edge.processor.punctuation import PunctuationSchedule
 from edge.processor.record import Headers, Record
 
 if TYPE_CHECKING:
@@ -55,10 +54,6 @@ class NodeContext:
                 f"{sorted(self._named)}"
             )
         child(record)
-
-    @property
-    def child_names(self) -> list[str]:
-        return list(self._named)
 
     def get_state_store(self, name: str) -> Any:
         task = self._task
@@ -122,7 +117,7 @@ class NodeContext:
         return self._task.wall_clock_time
 
 
-__all__ = ["NodeContext", "PunctuationSchedule", "forward_all"]
+__all__ = ["NodeContext", "forward_all"]
 
 
 def forward_all(context: Any) -> Callable[[Record], None]:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from edge.processor.api import Processor, ProcessorContext, ProcessorSupplier
+from edge.processor.api import Processor, ProcessorContext
 from edge.processor.record import Record
 from edge.serde import Serde
 
@@ -78,7 +78,3 @@ class SinkProcessor(Processor):
             record.headers,
             partition,
         )
-
-
-def sink_supplier(*args: Any) -> ProcessorSupplier:
-    return lambda: SinkProcessor(*args)

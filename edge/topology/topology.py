@@ -263,15 +263,6 @@ class Topology:
     def global_topics(self) -> list[str]:
         return [t for st in self.subtopologies() if st.is_global for t in st.source_topics]
 
-    def subtopology_for_topic(self, topic: str) -> Subtopology | None:
-        name = self._topic_to_source.get(topic)
-        if name is None:
-            return None
-        for st in self.subtopologies():
-            if name in st.nodes:
-                return st
-        return None
-
     def changelog_topics(self, application_id: str) -> dict[str, str]:
         """Store name -> changelog topic, for stores with logging enabled."""
         return {
