@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from edge.dsl.options import (
     Grouped,
     Joined,
+    Materialized,
     Named,
     Produced,
     Repartitioned,
@@ -234,6 +235,33 @@ class KStream:
             key_changed=True,
             stores=list(store_names),
         )
+
+    def to_table(self, named: NamedLike = None, materialized: Materialized | str | None = None) -> KTable:
+        """The stream as a table: each record upserts its key (a ``None`` value deletes it). A stream
+        whose key changed is repartitioned first, so each key's rows live in one task."""
+        from edge.dsl.builder import store_spec
+        from edge.dsl.ktable import KTable
+        from edge.processor.ops.getters import StoreGetter, ValueGetterSupplier
+        from edge.processor.ops.table import KTableSource
+
+        m = Materialized(materialized) if isinstance(materialized, str) else (materialized or Materialized())
+        names = self._builder.names
+        explicit = name_of(named)
+        name = names.processor(naming.TOTABLE, explicit)
+        store_name = m.store_name or names.store(naming.TOTABLE)
+        spec = store_spec(m, store_name, self.key_serde, self.value_serde)
+        parent = self._node
+        if self.repartition_required:
+            parent = repartition_node(
+                self._builder, parent, f"{explicit or name}-repartition", spec.key_serde, self.value_serde
+            )
+        node = self._builder.add_node(
+            ProcessorGraphNode(
+                name, [parent], lambda: KTableSource(store_name), stores=[store_name], new_stores=[spec]
+            )
+        )
+        getter = ValueGetterSupplier(lambda: StoreGetter(store_name), [store_name])
+        return KTable(self._builder, node, spec.key_serde, spec.value_serde, store_name, getter)
 
     # -- grouping -------------------------------------------------------------------------------------
     def group_by(self, selector: Callable[[Any, Any], Any], grouped: Grouped | None = None) -> KGroupedStream:

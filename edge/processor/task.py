@@ -96,6 +96,11 @@ class StreamTask:
         self._closed = False
 
     @property
+    def has_wall_clock_punctuations(self) -> bool:
+        """Whether ``punctuate_wall_clock`` has anything to do (the poll loop can skip it otherwise)."""
+        return bool(self._wall_punctuations)
+
+    @property
     def source_topics(self) -> list[str]:
         return [t for s in self.topology.sources for t in s.topics]
 

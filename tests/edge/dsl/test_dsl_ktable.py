@@ -166,3 +166,25 @@ def test_table_group_by_count_and_reduce():
         tin.pipe_input("a", "y")
         assert d.get_key_value_store("per-value").to_dict() == {"x": 1, "y": 1}
         assert d.get_key_value_store("keys").to_dict() == {"x": "b", "y": "a"}
+
+
+def test_stream_to_table_upserts_and_deletes():
+    b = StreamsBuilder()
+    b.stream("in", STR).to_table(materialized="latest").to_stream().to("out")
+    b.stream("in2", STR).select_key(lambda k, v: v).to_table(named="by-value")
+    topo = b.build()
+    assert "by-value-repartition" in topo.internal_topics
+    with TopologyTestDriver(topo, config()) as d:
+        tin = d.create_input_topic("in", S, S)
+        tin.pipe_input("k", "v1")
+        tin.pipe_input("k", "v2")
+        tin.pipe_input("k", None)
+        assert d.create_output_topic("out", S, S).read_key_values_to_list() == [
+            ("k", "v1"),
+            ("k", "v2"),
+            ("k", None),
+        ]
+        assert d.get_key_value_store("latest").to_dict() == {}
+        d.create_input_topic("in2", S, S).pipe_input("x", "y")
+        (store,) = [n for n in topo.store_names() if n.startswith("KSTREAM-TOTABLE-STATE-STORE")]
+        assert d.get_key_value_store(store).to_dict() == {"y": "y"}
