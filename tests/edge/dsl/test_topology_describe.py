@@ -1,6 +1,9 @@
 """describe() output, deterministic generated names and honoured explicit names."""
 
+import pytest
+
 from edge.dsl import Consumed, Grouped, Materialized, Named, Produced, StreamsBuilder
+from edge.errors import TopologyError
 from edge.serde import Serdes
 
 S, L = Serdes.string(), Serdes.long()
@@ -109,3 +112,17 @@ def test_table_join_sub_topology_contains_both_stores():
     (st,) = topo.subtopologies()
     assert set(st.stores) == {"l-STATE-STORE-0000000000", "r-STATE-STORE-0000000003"}
     assert st.source_topics == ["l", "r"]
+
+
+def test_user_mistakes_raise_topology_errors():
+    b = StreamsBuilder()
+    s = b.stream("in")
+    with pytest.raises(TopologyError, match="legal Kafka topic name"):
+        s.to("bad topic!")
+    with pytest.raises(TopologyError, match="already a source"):
+        b.stream("in")
+    s.filter(lambda k, v: True, named="dup")
+    with pytest.raises(TopologyError, match="used twice"):
+        s.filter(lambda k, v: True, named="dup")
+    with pytest.raises(TopologyError, match="KTable or GlobalKTable"):
+        s.join(s, lambda a, c: a)
