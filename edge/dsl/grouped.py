@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from edge.dsl.builder import store_spec
 from edge.dsl.kstream import repartition_node
 from edge.dsl.ktable import KTable
-from edge.dsl.options import Materialized, Named, name_of
+from edge.dsl.options import Materialized, Named, materialized_of, name_of
 from edge.processor.ops import aggregate as ops
 from edge.processor.ops.getters import StoreGetter, ValueGetterSupplier
 from edge.serde import Serdes
@@ -66,7 +66,7 @@ class _Grouped:
         change_values: bool = False,
     ) -> KTable:
         names = self._builder.names
-        m = Materialized(materialized) if isinstance(materialized, str) else (materialized or Materialized())
+        m = materialized_of(materialized)
         store_name = m.store_name or names.store(self._PREFIXES[kind])
         spec = store_spec(m, store_name, self.key_serde, default_value_serde)
         proc_name = names.processor(self._PREFIXES[kind], name_of(named))

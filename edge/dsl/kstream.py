@@ -12,6 +12,7 @@ from edge.dsl.options import (
     Named,
     Produced,
     Repartitioned,
+    materialized_of,
     name_of,
 )
 from edge.errors import TopologyError
@@ -244,7 +245,7 @@ class KStream:
         from edge.processor.ops.getters import StoreGetter, ValueGetterSupplier
         from edge.processor.ops.table import KTableSource
 
-        m = Materialized(materialized) if isinstance(materialized, str) else (materialized or Materialized())
+        m = materialized_of(materialized)
         names = self._builder.names
         explicit = name_of(named)
         name = names.processor(naming.TOTABLE, explicit)

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from edge.dsl.builder import store_spec
-from edge.dsl.options import Grouped, Materialized, Named, name_of
+from edge.dsl.options import Grouped, Materialized, Named, materialized_of, name_of
 from edge.errors import TopologyError
 from edge.processor.ops import table as ops
 from edge.processor.ops.getters import (
@@ -71,7 +71,7 @@ class KTable:
         """A StoreSpec when the user asked for a store (Materialized given), else None."""
         if materialized is None:
             return None, None
-        m = Materialized(materialized) if isinstance(materialized, str) else materialized
+        m = materialized_of(materialized)
         name = m.store_name or self._builder.names.store(prefix)
         spec = store_spec(m, name, self.key_serde, value_serde)
         return spec, name
