@@ -237,6 +237,13 @@ class KStream:
             stores=list(store_names),
         )
 
+    def process_values(
+        self, supplier: ProcessorSupplier, *store_names: str, named: NamedLike = None
+    ) -> KStream:
+        """Like ``process`` for processors that keep each record's key (Kafka's ``processValues``): the
+        stream is not marked for repartitioning. Forwarding a record with another key is a bug."""
+        return self._then(naming.PROCESSVALUES, named, supplier, value_serde=None, stores=list(store_names))
+
     def to_table(self, named: NamedLike = None, materialized: Materialized | str | None = None) -> KTable:
         """The stream as a table: each record upserts its key (a ``None`` value deletes it). A stream
         whose key changed is repartitioned first, so each key's rows live in one task."""

@@ -160,3 +160,19 @@ def test_close_is_called_and_commit_requests_are_honoured():
     assert out.read_key_values_to_list() == [("k", 2)]
     d.close()
     assert Buffering.closed == 1
+
+
+class Upper(Processor):
+    def process(self, record):
+        self.context.forward(record.with_value(record.value.upper()))
+
+
+def test_process_values_keeps_the_stream_co_partitioned():
+    b = StreamsBuilder()
+    b.stream("in", Consumed.with_(S, S)).process_values(Upper).group_by_key().count(materialized="c")
+    b.stream("in2", Consumed.with_(S, S)).process(Upper).group_by_key().count(materialized="c2")
+    topo = b.build()
+    assert set(topo.internal_topics) == {"c2-repartition"}  # only process() may have changed keys
+    with TopologyTestDriver(topo, config()) as d:
+        d.create_input_topic("in", S, S).pipe_input("k", "v")
+        assert d.get_key_value_store("c").get("k") == 1
