@@ -36,16 +36,19 @@ WORKLOAD = "relay-latency"
 #: Each entry: name -> (consumer overrides, producer overrides), applied on top of the embedded profile.
 #: The baseline is the profile as shipped (fetch.wait.max.ms=10, librdkafka's linger.ms=5, Nagle on).
 #: Single changes first, so the table shows what each one does, then the recommended combination.
-#: Found during development (see docs/benchmarks.md): Tansu answers an empty fetch only after
-#: fetch.wait.max.ms, so that wait is paid once per hop; linger.ms=0 makes every record its own produce
-#: request and Tansu then queues requests (p99 in the hundreds of ms), so batching must stay on.
+#: What development runs showed (see docs/benchmarks.md): Tansu answers a fetch that finds no new data
+#: only when fetch.wait.max.ms expires (new data does not wake it), so that wait is paid on every hop;
+#: linger.ms=0 makes every record its own produce request and Tansu then queues requests (p99 in the
+#: hundreds of ms), so some batching must stay on; Nagle and acks=1 make no measurable difference.
 CONFIGS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "baseline": ({}, {}),
     "linger.ms=0": ({}, {"linger.ms": 0}),
+    "linger.ms=2": ({}, {"linger.ms": 2}),
     "socket.nagle.disable": ({"socket.nagle.disable": True}, {"socket.nagle.disable": True}),
+    "acks=1": ({}, {"acks": 1}),
     "fetch.wait.max.ms=1": ({"fetch.wait.max.ms": 1}, {}),
     "fetch.wait.max.ms=2": ({"fetch.wait.max.ms": 2}, {}),
-    "tuned": ({"fetch.wait.max.ms": 2, "fetch.min.bytes": 1}, {"linger.ms": 5}),
+    "tuned": ({"fetch.wait.max.ms": 2}, {"linger.ms": 2}),
 }
 #: Configurations run again (interleaved) after the sweep; their figures are medians over the runs,
 #: because a single run's p99 on a shared 2-core machine moves by 2x from one minute to the next.

@@ -1,0 +1,465 @@
+"""The quick benchmark set (``make bench``): every system side by side, in one run, on one broker.
+
+Starts ONE embedded broker, pre-produces the shared input once, then runs each benchmark (systems as
+child processes, timed from outside -- see ``benchmarks/common.py``) within a time budget. Writes
+``benchmarks/results/<name>.json`` per benchmark, ``benchmarks/results/summary.json`` (figures, ratios,
+targets met or not) and PNG plots into ``docs/benchmarks/``, and prints a table.
+
+Figures with no runnable implementation are reported as ``not available: <reason>``, never estimated.
+Hooks: a module ``benchmarks/systems/<module>.py`` listed in ``HOOKS`` that defines
+``bench(ctx: BenchContext) -> list[dict]`` (objects built with ``benchmarks.common.result``) is picked up
+automatically; see docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from benchmarks.common import (
+    COMMIT_INTERVAL_S,
+    DEFAULT_EVENTS,
+    DEFAULT_KEYS,
+    PLOTS_DIR,
+    RESULTS_DIR,
+    machine_info,
+    not_available,
+    prepare_input,
+    result,
+    write_results,
+)
+from edge.broker import EmbeddedBroker
+from edge.kafka import BrokerProfile, KafkaClientConfig
+
+#: The whole quick set must finish within 10 minutes; benchmarks that would not fit are skipped.
+DEFAULT_BUDGET_S = 570.0
+
+
+@dataclass
+class BenchContext:
+    """What a benchmark (or a hook) gets: the shared broker, the shared input, a scratch dir, a budget."""
+
+    client: KafkaClientConfig
+    workdir: Path
+    run_id: str
+    events: int
+    keys: int
+    input_topic: str
+    variant_events: int
+    input_topic_variants: str
+    input_topic_2p: str
+    deadline: float
+    #: results gathered so far, by benchmark name (e.g. the relay figures for a latency comparison)
+    results: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+    def remaining_s(self) -> float:
+        return self.deadline - time.monotonic()
+
+    def timeout_s(self, cap: float) -> float:
+        return max(10.0, min(cap, self.remaining_s() - 5))
+
+
+# --------------------------------------------------------------------------------------- benchmarks
+
+
+def bench_edge_count(ctx: BenchContext, skip_quix: bool) -> list[dict[str, Any]]:
+    from benchmarks.anchors import quix_count, raw_loop
+    from benchmarks.systems import streamhouse_count
+
+    out = []
+    args = (ctx.client, ctx.input_topic, ctx.events, ctx.workdir, ctx.run_id)
+    out.append(_guard(lambda: raw_loop.bench(*args, ctx.timeout_s(180)), raw_loop.SYSTEM, "count", ctx))
+    _progress(out[-1])
+    out.append(
+        _guard(
+            lambda: streamhouse_count.bench(*args, ctx.timeout_s(240)), streamhouse_count.SYSTEM, "count", ctx
+        )
+    )
+    _progress(out[-1])
+    if skip_quix:
+        out.append(not_available(quix_count.SYSTEM, "count", ctx.events, "skipped (--skip-quix)"))
+    else:
+        out.append(
+            _guard(lambda: quix_count.bench(*args, ctx.timeout_s(300)), quix_count.SYSTEM, "count", ctx)
+        )
+    _progress(out[-1])
+    by = {r["system"]: r for r in out}
+    sh, quix, raw = by.get(streamhouse_count.SYSTEM), by.get(quix_count.SYSTEM), by.get(raw_loop.SYSTEM)
+    for r in out:
+        r.setdefault("keys", ctx.keys)
+        r["input_topic"] = ctx.input_topic
+        for name, ref in (("vs_quix", quix), ("vs_raw", raw)):
+            if r.get("events_per_s") and ref and ref.get("events_per_s"):
+                r[name] = round(r["events_per_s"] / ref["events_per_s"], 2)
+    del sh
+    return out
+
+
+def bench_relay(ctx: BenchContext, duration_s: float, repeats: int) -> list[dict[str, Any]]:
+    from benchmarks.anchors import relay_latency
+
+    return relay_latency.bench(
+        ctx.client, ctx.workdir, f"{ctx.run_id}r", rate=1000.0, duration_s=duration_s, repeats=repeats
+    )
+
+
+def bench_edge_eos(ctx: BenchContext) -> list[dict[str, Any]]:
+    from benchmarks.systems import streamhouse_count
+
+    return streamhouse_count.bench_eos_overhead(
+        ctx.client, ctx.input_topic_variants, ctx.variant_events, ctx.workdir, ctx.run_id, ctx.timeout_s(180)
+    )
+
+
+def bench_edge_instances(ctx: BenchContext) -> list[dict[str, Any]]:
+    from benchmarks.systems import streamhouse_count
+
+    return streamhouse_count.bench_instances(
+        ctx.client, ctx.input_topic_2p, ctx.variant_events, ctx.workdir, ctx.run_id, ctx.timeout_s(180)
+    )
+
+
+#: Figures whose implementation belongs to other parts of Streamhouse: (result name, module, workload,
+#: what it measures). A module that exists and defines ``bench(ctx)`` is run; otherwise "not available".
+HOOKS: list[tuple[str, str, str, str]] = [
+    ("edge_enrichment", "benchmarks.systems.streamhouse_enrichment", "enrichment",
+     "stream-table enrichment throughput (events/s)"),
+    ("edge_enrichment_latency", "benchmarks.systems.streamhouse_enrichment_latency", "enrichment-latency",
+     "end-to-end p50/p99 of the enrichment app at 1k events/s, compared with the raw relay"),
+    ("edge_restore", "benchmarks.systems.streamhouse_restore", "changelog-restore",
+     "changelog restore rate (records/s)"),
+    ("lakehouse_bronze", "benchmarks.systems.lakehouse_bronze", "kafka-to-bronze",
+     "Kafka -> bronze Delta ingestion (records/s)"),
+    ("lakehouse_gold", "benchmarks.systems.lakehouse_gold", "gold-windowed-aggregation",
+     "gold windowed aggregation at 1M, 5M, 20M events (cost should grow linearly)"),
+    ("lakehouse_incremental", "benchmarks.systems.lakehouse_incremental", "gold-incremental",
+     "incremental run after 1% new data vs a full run"),
+]  # fmt: skip
+
+
+def run_hook(ctx: BenchContext, name: str, module: str, workload: str, what: str) -> list[dict[str, Any]]:
+    system = "streamhouse-lakehouse" if name.startswith("lakehouse") else "streamhouse-edge"
+    try:
+        mod = importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name and module.startswith(exc.name):
+            reason = f"no benchmark implementation yet ({module.replace('.', '/')}.py does not exist)"
+        else:
+            reason = f"{module} does not import: ModuleNotFoundError: {exc}"
+        return [not_available(system, workload, 0, reason, measures=what)]
+    except Exception as exc:
+        return [not_available(system, workload, 0, f"{module} does not import: {type(exc).__name__}: {exc}",
+                              measures=what)]  # fmt: skip
+    fn = getattr(mod, "bench", None)
+    if not callable(fn):
+        return [not_available(system, workload, 0, f"{module} defines no bench(ctx)", measures=what)]
+    try:
+        out = fn(ctx)
+        return [out] if isinstance(out, dict) else list(out)
+    except Exception as exc:
+        return [result(system, workload, 0, None, status="failed", measures=what,
+                       reason=f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=5)}")]  # fmt: skip
+
+
+def _guard(fn: Callable[[], dict[str, Any]], system: str, workload: str, ctx: BenchContext) -> dict[str, Any]:
+    try:
+        return fn()
+    except Exception as exc:
+        return result(system, workload, ctx.events, None, status="failed",
+                      reason=f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=5)}")  # fmt: skip
+
+
+def _progress(r: dict[str, Any]) -> None:
+    eps = r.get("events_per_s")
+    figure = f"{eps:,} events/s" if eps else f"{r.get('status')}: {str(r.get('reason', ''))[:160]}"
+    print(f"  {r['system']:<22} {r['workload']:<20} {figure}", flush=True)
+
+
+# --------------------------------------------------------------------------------------- summary
+
+
+def _find(results: dict[str, list[dict[str, Any]]], bench: str, **match: Any) -> dict[str, Any] | None:
+    for r in results.get(bench, []):
+        if all(r.get(k) == v for k, v in match.items()):
+            return r
+    return None
+
+
+def _target(name: str, value: Any, target: str, met: bool | None, note: str = "") -> dict[str, Any]:
+    return {"target": name, "value": value, "required": target, "met": met, "note": note}
+
+
+def evaluate_targets(results: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The issue's targets, each with the measured value, or why it could not be evaluated."""
+    out = []
+    sh = _find(results, "edge_count", system="streamhouse-edge")
+    quix = _find(results, "edge_count", system="quix-streams")
+    raw = _find(results, "edge_count", system="raw-confluent-kafka")
+
+    def ratio(a: dict[str, Any] | None, b: dict[str, Any] | None) -> float | None:
+        if a and b and a.get("events_per_s") and b.get("events_per_s"):
+            return round(a["events_per_s"] / b["events_per_s"], 2)
+        return None
+
+    def why(*rs: dict[str, Any] | None) -> str:
+        return "; ".join(f"{r['system']}: {str(r.get('reason', ''))[:200]}" for r in rs if r and not
+                         r.get("events_per_s")) or "not measured"  # fmt: skip
+
+    q, w = ratio(sh, quix), ratio(sh, raw)
+    out.append(_target("edge count: Streamhouse / Quix Streams", q, ">= 2.0", None if q is None else q >= 2.0,
+                       "" if q is not None else why(sh, quix)))  # fmt: skip
+    out.append(_target("edge count: Streamhouse / raw loop", w, ">= 0.7", None if w is None else w >= 0.7,
+                       "" if w is not None else why(sh, raw)))  # fmt: skip
+    eos = _find(results, "edge_eos", workload="count-eos-100ms")
+    ov = eos.get("overhead_vs_alos") if eos else None
+    out.append(_target("exactly-once overhead vs at-least-once (100 ms commits)", ov, "<= 0.10",
+                       None if ov is None else ov <= 0.10, "" if ov is not None else why(eos)))  # fmt: skip
+    base = _find(results, "relay_latency", config="baseline")
+    tuned = _find(results, "relay_latency", config="tuned")
+    lat = next((r for r in results.get("edge_enrichment_latency", []) if r.get("p50_ms")), None)
+    for ref_name, ref in (("relay as shipped", base), ("relay tuned", tuned)):
+        if lat and ref and ref.get("p50_ms"):
+            r50, r99 = round(lat["p50_ms"] / ref["p50_ms"], 2), round(lat["p99_ms"] / ref["p99_ms"], 2)
+            out.append(_target(f"enrichment latency vs {ref_name}: p50 / p99 ratios", [r50, r99],
+                               "each <= 1.3", r50 <= 1.3 and r99 <= 1.3))  # fmt: skip
+        else:
+            note = why(*results.get("edge_enrichment_latency", [])) if not lat else "relay not measured"
+            label = f"enrichment latency vs {ref_name}: p50 / p99 ratios"
+            out.append(_target(label, None, "each <= 1.3", None, note))
+    rest = next((r for r in results.get("edge_restore", []) if r.get("events_per_s")), None)
+    out.append(_target("changelog restore records/s", rest and rest["events_per_s"], ">= 200000",
+                       None if not rest else rest["events_per_s"] >= 200_000,
+                       "" if rest else why(*results.get("edge_restore", []))))  # fmt: skip
+    br = next((r for r in results.get("lakehouse_bronze", []) if r.get("events_per_s")), None)
+    out.append(_target("Kafka -> bronze records/s", br and br["events_per_s"], ">= 300000",
+                       None if not br else br["events_per_s"] >= 300_000,
+                       "" if br else why(*results.get("lakehouse_bronze", []))))  # fmt: skip
+    for name, bench in (
+        ("gold windowed aggregation grows linearly (1M/5M/20M)", "lakehouse_gold"),
+        ("incremental run after 1% new data costs ~1% of a full run", "lakehouse_incremental"),
+    ):
+        rs = results.get(bench, [])
+        ok = [r for r in rs if r.get("events_per_s")]
+        verdict = next((r.get("target_met") for r in ok if "target_met" in r), None)
+        out.append(_target(name, [r.get("events_per_s") for r in ok] or None, "see docs", verdict,
+                           "" if ok else why(*rs)))  # fmt: skip
+    return out
+
+
+def print_table(results: dict[str, list[dict[str, Any]]], targets: list[dict[str, Any]]) -> None:
+    print("\n" + "=" * 100)
+    print(f"{'benchmark':<24}{'system':<24}{'workload':<26}{'events':>10}{'events/s':>14}")
+    print("-" * 100)
+    for bench, rs in results.items():
+        for r in rs:
+            eps = f"{r['events_per_s']:,}" if r.get("events_per_s") else "n/a"
+            extra = ""
+            if r.get("p50_ms") is not None:
+                extra = f"  p50 {r['p50_ms']} ms  p99 {r['p99_ms']} ms"
+            if r.get("vs_quix") or r.get("vs_raw"):
+                extra += f"  x{r.get('vs_quix', '-')} Quix  x{r.get('vs_raw', '-')} raw"
+            if not r.get("events_per_s"):
+                first_line = (str(r.get("reason") or "").splitlines() or [""])[0]
+                extra = f"  {r.get('status')}: {first_line[:90]}"
+            wl = f"{r['workload']}[{r['config']}]" if r.get("config") else r["workload"]
+            print(f"{bench:<24}{r['system']:<24}{wl[:25]:<26}{r.get('events', 0):>10,}{eps:>14}{extra}")
+    print("-" * 100)
+    print("targets:")
+    for t in targets:
+        mark = {True: "MET ", False: "MISS", None: "n/a "}[t["met"]]
+        note = f"  ({t['note'][:110]})" if t["note"] else ""
+        print(f"  [{mark}] {t['target']}: {t['value']} (required {t['required']}){note}")
+    print("=" * 100, flush=True)
+
+
+# --------------------------------------------------------------------------------------- plots
+
+
+def make_plots(results: dict[str, list[dict[str, Any]]], plots_dir: Path) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plots_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+
+    def bars(ax: Any, rows: list[dict[str, Any]], label: Callable[[dict[str, Any]], str], title: str) -> None:
+        names = [label(r) for r in rows]
+        vals = [r.get("events_per_s") or 0 for r in rows]
+        colors = ["#2b7bb9" if "streamhouse" in r["system"] else "#999999" for r in rows]
+        ax.bar(names, vals, color=colors)
+        for i, r in enumerate(rows):
+            text = f"{r['events_per_s']:,}/s" if r.get("events_per_s") else "not available"
+            ax.text(i, (vals[i] or 0) + max([*vals, 1]) * 0.01, text, ha="center", va="bottom", fontsize=8)
+        ax.set_ylabel("events/s")
+        ax.set_title(title, fontsize=10)
+        ax.tick_params(axis="x", labelsize=8)
+
+    count = results.get("edge_count", [])
+    if count:
+        fig, ax = plt.subplots(figsize=(7, 4))
+        ev = count[0].get("events", 0)
+        title = f"Count per key, {ev:,} JSON events, {DEFAULT_KEYS:,} keys, 1 partition, at-least-once"
+        bars(ax, count, lambda r: r["system"], title)
+        fig.tight_layout()
+        written.append(plots_dir / "edge_count_throughput.png")
+        fig.savefig(written[-1], dpi=110)
+        plt.close(fig)
+
+    relay = [r for r in results.get("relay_latency", []) if r.get("p50_ms") is not None]
+    if relay:
+        fig, ax = plt.subplots(figsize=(8, 4))
+        xs = range(len(relay))
+        ax.bar([x - 0.2 for x in xs], [r["p50_ms"] for r in relay], width=0.4, label="p50", color="#2b7bb9")
+        ax.bar([x + 0.2 for x in xs], [r["p99_ms"] for r in relay], width=0.4, label="p99", color="#e07b39")
+        ax.set_xticks(list(xs), [r["config"] for r in relay], rotation=20, ha="right", fontsize=8)
+        ax.set_yscale("log")
+        ax.set_ylabel("end-to-end latency (ms, log scale)")
+        ax.set_title(
+            "Raw two-hop relay at 1k events/s: latency by client settings (medians of runs)", fontsize=10
+        )
+        ax.legend()
+        fig.tight_layout()
+        written.append(plots_dir / "relay_latency.png")
+        fig.savefig(written[-1], dpi=110)
+        plt.close(fig)
+
+    variants = results.get("edge_eos", []) + results.get("edge_instances", [])
+    if variants:
+        fig, ax = plt.subplots(figsize=(7, 4))
+        bars(ax, variants, lambda r: r["workload"], "Streamhouse edge count: guarantee and instances")
+        fig.tight_layout()
+        written.append(plots_dir / "edge_variants.png")
+        fig.savefig(written[-1], dpi=110)
+        plt.close(fig)
+    return written
+
+
+# --------------------------------------------------------------------------------------- main
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--events", type=int, default=DEFAULT_EVENTS, help="count workload size (default 1M)")
+    ap.add_argument("--variant-events", type=int, default=500_000,
+                    help="events for the exactly-once and instance-scaling runs (default 500k)")  # fmt: skip
+    ap.add_argument("--keys", type=int, default=DEFAULT_KEYS)
+    ap.add_argument("--relay-seconds", type=float, default=8.0, help="measured seconds per relay run")
+    ap.add_argument("--relay-repeats", type=int, default=3)
+    ap.add_argument("--budget-s", type=float, default=DEFAULT_BUDGET_S)
+    ap.add_argument("--skip-quix", action="store_true")
+    ap.add_argument("--only", default="", help="comma-separated benchmark names to run")
+    ap.add_argument("--results-dir", type=Path, default=RESULTS_DIR)
+    ap.add_argument("--plots-dir", type=Path, default=PLOTS_DIR)
+    ap.add_argument("--keep-workdir", action="store_true")
+    a = ap.parse_args(argv)
+
+    t_start = time.monotonic()
+    only = {s.strip() for s in a.only.split(",") if s.strip()}
+    run_id = time.strftime("%H%M%S")
+    workdir = Path(tempfile.mkdtemp(prefix="streamhouse-bench-"))
+    info = machine_info()
+    print(f"streamhouse benchmarks: {a.events:,} events, {a.keys:,} keys; machine {info}", flush=True)
+    results: dict[str, list[dict[str, Any]]] = {}
+    inputs: dict[str, Any] = {}
+    broker = EmbeddedBroker(log_dir=workdir)
+    broker.start()
+    try:
+        client = KafkaClientConfig(broker.bootstrap_servers, BrokerProfile.EMBEDDED)
+        print(f"embedded broker at {client.bootstrap_servers}; producing the input once ...", flush=True)
+        inputs["count"] = prepare_input(client, f"bench-{run_id}-input", a.events, a.keys)
+        print(f"  input: {inputs['count']}", flush=True)
+        ctx = BenchContext(
+            client=client, workdir=workdir, run_id=run_id, events=a.events, keys=a.keys,
+            input_topic=f"bench-{run_id}-input", variant_events=a.variant_events,
+            input_topic_variants=f"bench-{run_id}-input-v", input_topic_2p=f"bench-{run_id}-input-2p",
+            deadline=t_start + a.budget_s, results=results,
+        )  # fmt: skip
+
+        def want(name: str) -> bool:
+            return not only or name in only
+
+        plan: list[tuple[str, float, Callable[[], list[dict[str, Any]]]]] = [
+            ("edge_count", 60, lambda: bench_edge_count(ctx, a.skip_quix)),
+            ("relay_latency", 30, lambda: bench_relay(ctx, a.relay_seconds, a.relay_repeats)),
+            ("edge_eos", 40, lambda: bench_edge_eos(ctx)),
+            ("edge_instances", 40, lambda: bench_edge_instances(ctx)),
+        ]
+        for name, module, workload, what in HOOKS:
+            plan.append((name, 0, lambda n=name, m=module, w=workload, h=what: run_hook(ctx, n, m, w, h)))
+        for name, min_s, fn in plan:
+            if not want(name):
+                continue
+            if name in ("edge_eos", "edge_instances") and ctx.input_topic_variants not in inputs:
+                v = prepare_input(client, ctx.input_topic_variants, a.variant_events, a.keys)
+                v2 = prepare_input(client, ctx.input_topic_2p, a.variant_events, a.keys, partitions=2)
+                inputs["variants"], inputs["variants_2p"] = v, v2
+                inputs[ctx.input_topic_variants] = v
+            print(f"\n[{name}] ({ctx.remaining_s():.0f} s of budget left)", flush=True)
+            if ctx.remaining_s() < min_s:
+                results[name] = [
+                    not_available("-", name, 0, f"skipped: time budget ({a.budget_s:.0f} s) used up")
+                ]
+                continue
+            t0 = time.monotonic()
+            try:
+                results[name] = fn()
+            except Exception as exc:
+                reason = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=6)}"
+                results[name] = [result("-", name, 0, None, status="failed", reason=reason)]
+            for r in results[name]:
+                r.setdefault("benchmark", name)
+                r["machine"] = info
+                if name not in ("edge_count",) and r["status"] != "ok":
+                    _progress(r)
+            write_results(name, results[name], a.results_dir)
+            print(f"  -> {a.results_dir / (name + '.json')} ({time.monotonic() - t0:.0f} s)", flush=True)
+    finally:
+        broker.stop()
+        if not a.keep_workdir:
+            shutil.rmtree(workdir, ignore_errors=True)
+        else:
+            print(f"work dir kept: {workdir}")
+
+    targets = evaluate_targets(results)
+    plots = make_plots(results, a.plots_dir)
+    summary = {
+        "generated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "wall_s": round(time.monotonic() - t_start, 1),
+        "machine": {**info, "loadavg_1m_end": round(os.getloadavg()[0], 2)},
+        "settings": {
+            "events": a.events,
+            "keys": a.keys,
+            "variant_events": a.variant_events,
+            "commit_interval_s": COMMIT_INTERVAL_S,
+            "relay_seconds": a.relay_seconds,
+            "relay_repeats": a.relay_repeats,
+            "broker": "embedded Tansu (in-memory), one for the whole run",
+        },
+        "inputs": inputs,
+        "targets": targets,
+        "results": [r for rs in results.values() for r in rs],
+        "plots": [str(p.relative_to(Path.cwd())) if p.is_relative_to(Path.cwd()) else str(p) for p in plots],
+    }
+    a.results_dir.mkdir(parents=True, exist_ok=True)
+    (a.results_dir / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
+    print_table(results, targets)
+    print(f"summary: {a.results_dir / 'summary.json'}; plots: {', '.join(map(str, plots)) or 'none'}")
+    print(f"wall time {summary['wall_s']} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
