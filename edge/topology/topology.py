@@ -291,7 +291,11 @@ class Topology:
                 parent[rb] = ra
 
         store_owner: dict[str, str] = {}
+        first_global: str | None = None
         for node in self._nodes.values():
+            if node.is_global:  # one global sub-topology holds every global store: one global task
+                first_global = first_global or node.name
+                union(first_global, node.name)
             for p in node.parents:
                 union(p, node.name)
             for store in node.stores:

@@ -81,3 +81,23 @@ def test_stream_global_table_join_with_key_selector():
         assert inner == [("o1", {"pid": "p1", "product": "Pen"})]
         assert d.create_output_topic("left", S, S).read_key_values_to_list() == [("o1", "Pen"), ("o2", None)]
         assert d.get_key_value_store("products-store").get("p1") == "Pen"
+
+
+def test_two_global_tables_share_one_global_task():
+    b = StreamsBuilder()
+    products = b.global_table("products", STR, "products")
+    prices = b.global_table("prices", STR, "prices")
+    (
+        b.stream("orders", STR)
+        .join(products, lambda o, p: f"{o}:{p}", key_selector=lambda k, v: v)
+        .left_join(prices, lambda op, price: f"{op}@{price}", key_selector=lambda k, v: v.split(":")[0])
+        .to("out")
+    )
+    topo = b.build()
+    assert [st.is_global for st in topo.subtopologies()] == [True, False]
+    assert "Sub-topology: 0 for global store" in str(topo.describe())
+    with TopologyTestDriver(topo, config()) as d:
+        d.create_input_topic("products", S, S).pipe_input("p1", "Pen")
+        d.create_input_topic("prices", S, S).pipe_input("p1", "2.50")
+        d.create_input_topic("orders", S, S).pipe_input("o1", "p1")
+        assert d.create_output_topic("out", S, S).read_values_to_list() == ["p1:Pen@2.50"]
