@@ -12,6 +12,7 @@ Correctness is checked afterwards, untimed, by reading the output back to partit
 from __future__ import annotations
 
 import json
+import math
 import os
 import platform
 import random
@@ -321,7 +322,7 @@ def percentiles(values: Sequence[float], ps: Sequence[float] = (50, 90, 99, 99.9
     s = sorted(values)
     out = {}
     for p in ps:
-        idx = min(len(s) - 1, max(0, round(p / 100 * len(s) + 0.5) - 1))
+        idx = min(len(s) - 1, max(0, math.ceil(p / 100 * len(s)) - 1))
         out[f"p{p:g}"] = s[idx]
     return out
 
