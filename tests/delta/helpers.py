@@ -21,7 +21,7 @@ def rows_of(records: list[dict[str, Any]], columns: list[str]) -> list[tuple[Any
 
 def spark_rows(df, columns: list[str] | None = None) -> list[tuple[Any, ...]]:
     columns = columns or df.columns
-    return rows_of([r.asDict() for r in df.collect()], columns)
+    return rows_of([r.asDict(recursive=True) for r in df.collect()], columns)
 
 
 def log_actions(table: Path) -> list[dict[str, Any]]:

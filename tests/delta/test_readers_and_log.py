@@ -1,0 +1,105 @@
+"""One table, three engines (Spark, deltalake/Arrow, DuckDB), and a Delta log other readers accept."""
+
+from __future__ import annotations
+
+import json
+from datetime import date, datetime
+from decimal import Decimal
+from pathlib import Path
+
+import duckdb
+import pyarrow.compute as pc
+import pytest
+
+from assets.delta import duckdb_relation, optimize, read_arrow, read_spark, table_exists, write_delta
+from tests.delta.helpers import log_actions, rows_of, spark_rows
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+SCHEMA = (
+    "id long, label string, score double, price decimal(10,2), ok boolean, "
+    "ts timestamp, day date, tags array<string>, attrs struct<k:string,v:int>, region string"
+)
+
+
+@pytest.fixture
+def table(spark, tmp_lake: Path) -> tuple[Path, list[str]]:
+    path = tmp_lake / "wide"
+    rows = [
+        (
+            i,
+            None if i == 3 else f"label-{i}",
+            i / 3,
+            Decimal(f"{i}.25"),
+            i % 2 == 0,
+            datetime(2024, 1, 1, 0, 0, i, 123456 + i),
+            date(2024, 1, 1 + i % 2),
+            ["x", str(i)],
+            (f"k{i}", i),
+            [None, "eu", "us west"][i % 3],
+        )
+        for i in range(6)
+    ]
+    df = spark.createDataFrame(rows, SCHEMA)
+    assert not table_exists(path)
+    write_delta(df.filter("id < 3"), path, partition_by=["region", "day"])
+    write_delta(df.filter("id >= 3"), path)
+    write_delta(df.filter("id = 1").withColumn("label", df.label), path, mode="merge", merge_keys=["id"])
+    assert table_exists(path)
+    return path, df.columns
+
+
+def test_spark_arrow_and_duckdb_read_the_same_rows(spark, table) -> None:
+    path, columns = table
+    from_spark = spark_rows(read_spark(spark, path), columns)
+    from_arrow = rows_of(read_arrow(path).to_pylist(), columns)
+    con = duckdb.connect()
+    relation = duckdb_relation(con, path, view_name="wide")
+    from_duckdb = rows_of([dict(zip(relation.columns, r, strict=True)) for r in relation.fetchall()], columns)
+    assert len(from_spark) == 6
+    assert from_spark == from_arrow == from_duckdb
+    assert con.sql("select count(*) from wide where region is null").fetchall() == [(2,)]
+    assert str(dict(zip(relation.columns, relation.dtypes, strict=True))["ts"]) == "TIMESTAMP WITH TIME ZONE"
+
+
+def test_arrow_reader_projects_and_filters(table) -> None:
+    path, _ = table
+    subset = read_arrow(path, columns=["id", "region"], filters=[("region", "=", "eu")])
+    assert subset.column_names == ["id", "region"]
+    assert sorted(subset.column("id").to_pylist()) == [1, 4]
+    by_expr = read_arrow(path, columns=["id"], filters=pc.field("id") > 3)
+    assert sorted(by_expr.column("id").to_pylist()) == [4, 5]
+
+
+def test_delta_log_is_portable(spark, table) -> None:
+    path, _ = table
+    actions = log_actions(path)
+    raw_log = "".join(p.read_text() for p in (path / "_delta_log").glob("*.json"))
+    assert "timestampNanos" not in raw_log and "timestampNtz" not in raw_log
+    protocols = [a["protocol"] for a in actions if "protocol" in a]
+    assert protocols and all(p["minReaderVersion"] <= 3 for p in protocols)
+    schema = json.loads(next(a["metaData"] for a in actions if "metaData" in a)["schemaString"])
+    assert {f["name"]: f["type"] for f in schema["fields"]}["ts"] == "timestamp"
+
+    live: dict[str, dict] = {}
+    for action in actions:
+        if "add" in action:
+            live[action["add"]["path"]] = action["add"]
+        elif "remove" in action:
+            live.pop(action["remove"]["path"], None)
+    stats = [json.loads(add["stats"]) for add in live.values()]
+    assert sum(s["numRecords"] for s in stats) == read_spark(spark, path).count() == 6
+    for s in stats:
+        assert set(s["nullCount"]) >= {"id", "label", "score", "ts"}
+        assert s["minValues"]["id"] <= s["maxValues"]["id"]
+        assert s["minValues"]["ts"].endswith("Z") and len(s["minValues"]["ts"]) == len(
+            "2024-01-01T00:00:00.123456Z"
+        )
+    assert all(set(add["partitionValues"]) == {"region", "day"} for add in live.values())
+
+    optimize(path)  # delta-rs rewrites must keep the log portable too
+    raw_log = "".join(p.read_text() for p in (path / "_delta_log").glob("*.json"))
+    assert "timestampNanos" not in raw_log
+    assert spark_rows(read_spark(spark, path)) == rows_of(
+        read_arrow(path).to_pylist(), read_spark(spark, path).columns
+    )
