@@ -154,6 +154,11 @@ class StreamsApp:
         self.standby: StandbyManager | None = None
         self.restoring = False
         self.advertised_server = config.application_server
+        #: an exception raised inside a rebalance callback, re-raised by the loop after consume() returns
+        self._callback_error: BaseException | None = None
+        self._closing = False
+        #: between a revocation and the next assignment (leaving the group then confuses some brokers)
+        self._in_rebalance = False
 
     # -- public API -----------------------------------------------------------------------------------
     @property
@@ -250,7 +255,8 @@ class StreamsApp:
         if cfg.default_value_serde is not None:
             task_kwargs["default_value_serde"] = cfg.default_value_serde
         self.task_config = TaskConfig(**task_kwargs)
-        client_id = f"{cfg.application_id}-{self.instance_id}"
+        # unique per incarnation: two incarnations of one instance id must not look like one group member
+        client_id = self._client_id = f"{cfg.application_id}-{self.instance_id}-{uuid.uuid4().hex[:6]}"
         # producer
         pconf = client.producer(
             **{
@@ -326,7 +332,7 @@ class StreamsApp:
     def _aux_consumer_conf(self, role: str) -> dict[str, Any]:
         conf = dict(self._consumer_base)
         conf["group.id"] = f"{self.config.application_id}-{self.instance_id}-{role}"
-        conf["client.id"] = f"{self.config.application_id}-{self.instance_id}-{role}"
+        conf["client.id"] = f"{self._client_id}-{role}"
         return conf
 
     def _lock_state_dir(self, app_dir: Path) -> None:
@@ -416,7 +422,10 @@ class StreamsApp:
             topics = self.plan.source_topics()
             if topics:
                 self.consumer.subscribe(
-                    topics, on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_lost
+                    topics,
+                    on_assign=self._guarded(self._on_assign),
+                    on_revoke=self._guarded(self._on_revoke),
+                    on_lost=self._guarded(self._on_lost),
                 )
             else:
                 self.lifecycle.transition(State.RUNNING)
@@ -472,6 +481,9 @@ class StreamsApp:
         perf = time.perf_counter
         while not self._stop.is_set():
             msgs = consumer.consume(max_records, poll_s)
+            if self._callback_error is not None:
+                exc, self._callback_error = self._callback_error, None
+                raise exc
             if msgs:
                 if eos and not committer.txn_open:
                     committer.begin()
@@ -602,6 +614,23 @@ class StreamsApp:
                 fut.set_exception(exc)
 
     # -- rebalance callbacks (run on the stream thread inside consume()) -------------------------------------
+    def _guarded(self, callback: Callable[[Consumer, list[TopicPartition]], None]) -> Callable[..., None]:
+        """Never let an exception escape a rebalance callback (librdkafka would leave the rebalance
+        half done and ``close()`` would hang); the loop re-raises it after ``consume()`` returns."""
+
+        def run(consumer: Consumer, partitions: list[TopicPartition]) -> None:
+            self._in_rebalance = callback == self._on_revoke
+            if self._closing and callback != self._on_revoke:
+                return
+            try:
+                callback(consumer, partitions)
+            except BaseException as exc:
+                log.debug("rebalance callback failed: %s", exc)
+                if self._callback_error is None:
+                    self._callback_error = exc
+
+        return run
+
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         self.stats.rebalances += 1
         self.lifecycle.transition(State.REBALANCING, strict=False)
@@ -654,12 +683,19 @@ class StreamsApp:
         if not keys:
             return
         log.info("revoking tasks %s: committing and closing them", sorted(keys))
-        self._commit(list(registry.tasks.values()), closing=True)
-        for key in keys:
-            active = registry.remove(key)
-            if active is not None:
-                active.task.close()
-        self._publish_assignment()
+        try:
+            self._commit(list(registry.tasks.values()), closing=True)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                self.committer.abort()
+            raise
+        finally:
+            for key in keys:
+                active = registry.remove(key)
+                if active is not None:
+                    with contextlib.suppress(Exception):
+                        active.task.close()
+            self._publish_assignment()
 
     def _on_lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         registry = self.registry
@@ -757,6 +793,7 @@ class StreamsApp:
         self._shutdown(clean=False, final=State.ERROR)
 
     def _shutdown(self, *, clean: bool, final: State) -> None:
+        self._closing = True
         pending = State.PENDING_SHUTDOWN if final is State.NOT_RUNNING else State.PENDING_ERROR
         self.lifecycle.transition(pending, strict=False)
         registry = self.registry
@@ -780,7 +817,23 @@ class StreamsApp:
         self._release_resources()
         self.lifecycle.transition(final, strict=False)
 
+    def _finish_rebalance(self, timeout_s: float = 8.0) -> None:
+        """Let a rebalance we are in the middle of complete before leaving the group.
+
+        The embedded broker never completes a rebalance whose member leaves between its revocation and
+        the next assignment (the remaining members loop on "rebalance in progress"), so a shutdown that
+        starts inside a rebalance first rejoins (taking no tasks: ``_closing`` is set), then leaves.
+        """
+        consumer = getattr(self, "consumer", None)
+        if consumer is None or not self._in_rebalance:
+            return
+        deadline = time.monotonic() + timeout_s
+        with contextlib.suppress(Exception):
+            while self._in_rebalance and time.monotonic() < deadline:
+                consumer.consume(100, 0.1)
+
     def _release_resources(self) -> None:
+        self._finish_rebalance()
         for name, action in (
             ("standby", lambda: self.standby and self.standby.close()),
             ("global", lambda: self.global_state and self.global_state.close()),

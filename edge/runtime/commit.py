@@ -53,6 +53,8 @@ class Committer:
         self.exactly_once = exactly_once
         self.timeout_s = timeout_s
         self.txn_open = False
+        #: set once the producer hit a fatal error (fenced): it can do nothing more, not even abort
+        self.fatal = False
         self.commits = 0
         self.commit_seconds_total = 0.0
         self.last_commit_seconds = 0.0
@@ -67,13 +69,15 @@ class Committer:
             self.txn_open = True
 
     def abort(self) -> None:
-        if not (self.exactly_once and self.txn_open):
+        if not (self.exactly_once and self.txn_open) or self.fatal:
+            self.txn_open = False
             return
         self.txn_open = False
         try:
             self.producer.abort_transaction(self.timeout_s)
         except KafkaException as exc:
             if is_fenced(exc):
+                self.fatal = True
                 raise ProducerFencedError(f"producer fenced while aborting: {exc}") from exc
             raise
         finally:
@@ -81,7 +85,9 @@ class Committer:
             self.collector.changelog_offsets.clear()
 
     def _raise_txn(self, exc: KafkaException, step: str) -> None:
-        if is_fenced(exc):
+        if is_fenced(exc) or (exc.args and getattr(exc.args[0], "fatal", lambda: False)()):
+            self.fatal = True
+            self.txn_open = False
             raise ProducerFencedError(
                 f"this instance's transactional producer was fenced during {step} (another instance "
                 f"started with the same transactional.id): {exc.args[0]}"

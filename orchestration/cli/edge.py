@@ -9,6 +9,7 @@ Exit status: 0 after a requested shutdown, 1 when the app failed, 3 when a newer
 
 from __future__ import annotations
 
+import faulthandler
 import importlib
 import logging
 import signal
@@ -134,6 +135,7 @@ def run(
         app._stop.set()
 
     signal.signal(signal.SIGTERM, _on_signal)
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # `kill -USR1 <pid>` dumps every thread's stack
     signal.signal(signal.SIGINT, _on_signal)
     click.echo(
         f"edge app {app_id!r} instance {app.instance_id} running; queries and /metrics on "

@@ -24,6 +24,7 @@ def spawn(kafka_broker: KafkaClientConfig, tmp_path: Path) -> Iterator[Callable[
         state_dir: Path | None = None,
         **config: object,
     ) -> Instance:
+        config = {k.replace("_", "."): v for k, v in config.items()}
         config.setdefault("commit.interval.ms", 200)
         inst = Instance(
             kafka_broker,
@@ -32,7 +33,7 @@ def spawn(kafka_broker: KafkaClientConfig, tmp_path: Path) -> Iterator[Callable[
             in_topic=in_topic,
             out_topic=out_topic,
             attr=attr,
-            config={k.replace("_", "."): v for k, v in config.items()},
+            config=config,
             log_dir=tmp_path,
             name=name,
         )

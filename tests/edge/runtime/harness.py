@@ -71,7 +71,7 @@ class Instance:
             "PYTHONPATH": str(ROOT),
         }
         env.pop("STREAMHOUSE_BOOTSTRAP_SERVERS", None)
-        self._log = open(self.log_path, "wb")
+        self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT)
 
     # -- HTTP -----------------------------------------------------------------------------------------
