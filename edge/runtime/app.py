@@ -497,7 +497,8 @@ class StreamsApp:
                         continue
                     topic = msg.topic()
                     part = msg.partition()
-                    task = route.get(topic, {}).get(part)
+                    parts = route.get(topic)
+                    task = parts.get(part) if parts is not None else None
                     if task is None:
                         continue
                     task.process(

@@ -1,0 +1,245 @@
+"""Runtime behaviour checked in-process: validation errors, lifecycle, failures, global tables."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from edge.errors import StreamhouseError
+from edge.processor.api import Processor
+from edge.processor.record import Record
+from edge.runtime import State, StreamsApp, StreamsConfig, StreamsConfigError
+from edge.runtime.app import StateDirLockedError
+from edge.runtime.state import IllegalStateTransition, Lifecycle
+from edge.runtime.topics import CoPartitioningError, MissingSourceTopicError
+from edge.serde import Serdes
+from edge.state import key_value_store_builder
+from edge.topology import Topology
+from orchestration.cli.edge import AppLoadError, load_app_object
+from tests.edge.runtime.harness import OutputReader, produce
+
+pytestmark = [pytest.mark.broker, pytest.mark.timeout(60)]
+
+
+def _config(client, app_id: str, state_dir: Path, **extra) -> dict:
+    return {
+        "application.id": app_id,
+        "bootstrap.servers": client.bootstrap_servers,
+        "broker.profile": client.profile.value,
+        "state.dir": str(state_dir),
+        "commit.interval.ms": 100,
+        **extra,
+    }
+
+
+# -- config ---------------------------------------------------------------------------------------------
+def test_config_errors_name_the_key():
+    base = {"application.id": "app", "bootstrap.servers": "localhost:9092"}
+    cfg = StreamsConfig.from_mapping({**base, "num.standby.replicas": "1", "commit.interval.ms": "250"})
+    assert cfg.num_standby_replicas == 1 and cfg.effective_commit_interval_ms == 250
+    assert (
+        StreamsConfig.from_mapping(
+            {**base, "processing.guarantee": "exactly_once_v2"}
+        ).effective_commit_interval_ms
+        == 100
+    )
+    cases = [
+        ({**base, "procesing.guarantee": "x"}, "unknown streams setting 'procesing.guarantee'"),
+        ({**base, "processing.guarantee": "exactly_once"}, "processing.guarantee must be one of"),
+        ({**base, "commit.interval.ms": "soon"}, "commit.interval.ms must be an integer"),
+        ({**base, "num.standby.replicas": -1}, "num.standby.replicas must be an integer >= 0"),
+        ({**base, "application.server": "nohost"}, "application.server: expected host:port"),
+        ({**base, "application.id": "bad id!"}, "application.id 'bad id!'"),
+        ({"application.id": "app"}, "bootstrap.servers is required"),
+        ({**base, "default.deserialization.exception.handler": "dlq"}, "errors.dead.letter.queue.topic.name"),
+    ]
+    for values, message in cases:
+        with pytest.raises(StreamsConfigError, match=message.replace("(", r"\(")):
+            StreamsConfig.from_mapping(values)
+
+
+def test_lifecycle_rejects_illegal_transitions():
+    lc = Lifecycle()
+    seen = []
+    lc.add_listener(lambda new, old: seen.append((old.value, new.value)))
+    lc.transition(State.REBALANCING)
+    lc.transition(State.RUNNING)
+    with pytest.raises(IllegalStateTransition):
+        lc.transition(State.CREATED)
+    lc.transition(State.PENDING_SHUTDOWN)
+    lc.transition(State.NOT_RUNNING)
+    assert seen == [
+        ("CREATED", "REBALANCING"),
+        ("REBALANCING", "RUNNING"),
+        ("RUNNING", "PENDING_SHUTDOWN"),
+        ("PENDING_SHUTDOWN", "NOT_RUNNING"),
+    ]
+
+
+def test_cli_reports_missing_module_or_attribute():
+    with pytest.raises(AppLoadError, match="module 'no_such_module_xyz' not found"):
+        load_app_object("no_such_module_xyz:app")
+    with pytest.raises(AppLoadError, match="has no attribute 'nope'"):
+        load_app_object("tests.edge.runtime.apps.count_app:nope")
+    with pytest.raises(AppLoadError, match="expected MODULE:ATTR"):
+        load_app_object("just_a_module")
+    from orchestration.cli.main import cli
+
+    result = CliRunner().invoke(cli, ["edge", "run", "--help"])
+    assert result.exit_code == 0 and "--guarantee" in result.output
+
+
+# -- start-time validation --------------------------------------------------------------------------------
+class _Pass(Processor):
+    def process(self, record: Record) -> None:
+        self.context.forward(record)
+
+
+def test_co_partitioning_violation_names_topics_and_counts(kafka_broker, make_topic, unique_name, tmp_path):
+    left, right = make_topic("left", 2), make_topic("right", 3)
+    t = Topology()
+    t.add_source("src", left, right)
+    t.add_processor("p", _Pass, "src")
+    app = StreamsApp(t, _config(kafka_broker, unique_name("app"), tmp_path))
+    with pytest.raises(CoPartitioningError) as info:
+        app.start()
+    msg = str(info.value)
+    assert f"{left!r} has 2" in msg and f"{right!r} has 3" in msg
+    assert app.state is State.CREATED
+
+
+def test_missing_source_topic_is_a_clear_error(kafka_broker, unique_name, tmp_path):
+    t = Topology()
+    t.add_source("src", "does-not-exist-topic")
+    t.add_processor("p", _Pass, "src")
+    with pytest.raises(MissingSourceTopicError, match="'does-not-exist-topic'"):
+        StreamsApp(t, _config(kafka_broker, unique_name("app"), tmp_path)).start()
+
+
+def test_state_dir_shared_by_two_instances_is_refused(kafka_broker, make_topic, unique_name, tmp_path):
+    src = make_topic("in", 1)
+    t = Topology()
+    t.add_source("src", src)
+    t.add_processor("p", _Pass, "src")
+    cfg = _config(kafka_broker, unique_name("app"), tmp_path)
+    first = StreamsApp(t, cfg)
+    first.start()
+    try:
+        with pytest.raises(StateDirLockedError, match="in use by another instance"):
+            StreamsApp(t, cfg).start()
+    finally:
+        first.close(20)
+    assert first.state is State.NOT_RUNNING
+
+
+# -- failures -------------------------------------------------------------------------------------------
+class _Exploding(Processor):
+    def process(self, record: Record) -> None:
+        if record.value == "boom":
+            raise ValueError("boom")
+        self.context.forward(record)
+
+
+def test_processing_error_goes_to_uncaught_handler_and_error_state(
+    kafka_broker, make_topic, unique_name, tmp_path
+):
+    src, out = make_topic("in", 1), make_topic("out", 1)
+    t = Topology()
+    t.add_source("src", src, key_serde=Serdes.string(), value_serde=Serdes.string())
+    t.add_processor("p", _Exploding, "src")
+    t.add_sink("sink", out, "p", key_serde=Serdes.string(), value_serde=Serdes.string())
+    app = StreamsApp(t, _config(kafka_broker, unique_name("app"), tmp_path))
+    transitions: list[tuple[str, str]] = []
+    handled: list[BaseException] = []
+    app.add_state_listener(lambda new, old: transitions.append((old.value, new.value)))
+    app.set_uncaught_exception_handler(lambda exc: handled.append(exc) or "shutdown_client")
+    app.start()
+    assert app.wait_until_running(30)
+    produce(kafka_broker, src, [("a", b"ok"), ("b", b"boom")])
+    assert app.wait(30) is State.ERROR
+    assert len(handled) == 1 and "processing error" in str(handled[0]) and f"{src!r}" in str(handled[0])
+    assert transitions[-2:] == [("RUNNING", "PENDING_ERROR"), ("PENDING_ERROR", "ERROR")]
+
+
+# -- global tables ---------------------------------------------------------------------------------------
+class _GlobalLoader(Processor):
+    def init(self, context) -> None:  # type: ignore[no-untyped-def]
+        super().init(context)
+        self.store = context.get_state_store("users")
+
+    def process(self, record: Record) -> None:
+        self.store.put(record.key, record.value)
+
+
+class _Enrich(Processor):
+    def init(self, context) -> None:  # type: ignore[no-untyped-def]
+        super().init(context)
+        self.users = context.get_state_store("users")
+
+    def process(self, record: Record) -> None:
+        user = self.users.get(record.value["user"])
+        self.context.forward(record.with_value({**record.value, "name": user and user["name"]}))
+
+
+def test_global_table_is_loaded_before_processing_and_kept_updated(
+    kafka_broker, make_topic, unique_name, tmp_path
+):
+    users, orders, out = make_topic("users", 2), make_topic("orders", 2), make_topic("out", 1)
+    produce(kafka_broker, users, [(f"u{i}", {"name": f"user-{i}"}) for i in range(200)])
+    t = Topology()
+    t.add_global_store(
+        key_value_store_builder("users", Serdes.string(), Serdes.json()),
+        "users-src",
+        users,
+        "users-loader",
+        _GlobalLoader,
+        key_serde=Serdes.string(),
+        value_serde=Serdes.json(),
+    )
+    t.add_source("orders-src", orders, key_serde=Serdes.string(), value_serde=Serdes.json())
+    t.add_processor("enrich", _Enrich, "orders-src")
+    t.add_sink("sink", out, "enrich", key_serde=Serdes.string(), value_serde=Serdes.json())
+    app = StreamsApp(t, _config(kafka_broker, unique_name("app"), tmp_path))
+    app.start()
+    try:
+        assert app.wait_until_running(30)
+        produce(kafka_broker, orders, [(f"o{i}", {"user": f"u{i}"}) for i in range(0, 200, 20)])
+        reader = OutputReader(kafka_broker, out, unique_name("reader"))
+        reader.wait_for(lambda r: len(r.records) >= 10, timeout=30)
+        names = {json.loads(v)["user"]: json.loads(v)["name"] for _, v, _, _ in reader.records}
+        assert names == {f"u{i}": f"user-{i}" for i in range(0, 200, 20)}
+        produce(kafka_broker, users, [("u0", {"name": "renamed"})])
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            with urllib.request.urlopen(f"http://{app.advertised_server}/v1/stores/users/keys/u0") as resp:
+                if json.loads(resp.read())["value"] == {"name": "renamed"}:
+                    break
+            time.sleep(0.2)
+        else:
+            raise AssertionError("global store not updated")
+        produce(kafka_broker, orders, [("o-late", {"user": "u0"})])
+        reader.wait_for(lambda r: len(r.records) >= 11, timeout=30)
+        assert json.loads(reader.records[-1][1])["name"] == "renamed"
+        reader.close()
+    finally:
+        app.close(20)
+    assert app.state is State.NOT_RUNNING
+
+
+def test_start_twice_is_an_error(kafka_broker, make_topic, unique_name, tmp_path):
+    src = make_topic("in", 1)
+    t = Topology()
+    t.add_source("src", src)
+    t.add_processor("p", _Pass, "src")
+    app = StreamsApp(t, _config(kafka_broker, unique_name("app"), tmp_path))
+    app.start()
+    try:
+        with pytest.raises(StreamhouseError, match="start\\(\\) called in state"):
+            app.start()
+    finally:
+        app.close(20)
