@@ -1,0 +1,359 @@
+"""Kafka → bronze Delta, exactly once.
+
+The only source of truth for progress is the bronze table itself: every commit carries one Delta app
+transaction per topic-partition (``app_id = "<topic>-<partition>"``, ``version`` = the next offset to
+read). A run reads those, ``assign()``s the partitions at exactly those offsets (offset 0 when none),
+consumes to partition EOF in bounded batches and commits each batch together with its new offsets.
+Whatever crashes — before the write, between writing files and committing, after the commit — the
+next run starts from the last *committed* offsets, and a commit whose app transactions are already
+recorded is skipped by the Delta layer, so no record is lost or written twice. Kafka group offsets are
+committed afterwards for monitoring only; they are never read back.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import orjson
+import pyarrow as pa
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
+
+from edge.errors import StreamhouseError
+from edge.kafka import KafkaClientConfig
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+#: Arrow schema of one consumed batch (Spark: BINARY, STRING, INT, BIGINT, TIMESTAMP in microseconds).
+HEADERS_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
+ARROW_SCHEMA = pa.schema(
+    [
+        ("key", pa.binary()),
+        ("value", pa.binary()),
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("offset", pa.int64()),
+        ("event_timestamp", pa.timestamp("us", tz="UTC")),
+        ("headers", HEADERS_TYPE),
+    ]
+)
+BRONZE_PARTITION_COL = "event_date"
+PROGRESS_THRESHOLD = 200_000
+
+
+class BronzeIngestError(StreamhouseError):
+    def __init__(self, message: str, *, topic: str, partition: int | None = None) -> None:
+        self.topic = topic
+        self.partition = partition
+        super().__init__(message)
+
+
+def app_id(topic: str, partition: int) -> str:
+    return f"{topic}-{partition}"
+
+
+@dataclass
+class OffsetRange:
+    partition: int
+    start: int  # first offset written (inclusive)
+    end: int  # next offset to read (exclusive)
+
+    @property
+    def count(self) -> int:
+        return self.end - self.start
+
+
+@dataclass
+class IngestResult:
+    topic: str
+    table_uri: str
+    records: int = 0
+    commits: list[Any] = field(default_factory=list)  # CommitResult per batch
+    #: partition -> [first offset, next offset) over this run
+    offsets: dict[int, OffsetRange] = field(default_factory=dict)
+    #: resume offsets found in the table at the start of the run
+    start_offsets: dict[int, int] = field(default_factory=dict)
+    event_dates: set[str] = field(default_factory=set)
+    seconds: float = 0.0
+    consume_seconds: float = 0.0
+    write_seconds: float = 0.0
+
+    @property
+    def version(self) -> int | None:
+        done = [c for c in self.commits if not c.skipped]
+        return done[-1].version if done else None
+
+    def offset_rows(self) -> list[dict[str, int]]:
+        return [
+            {"partition": p, "start": r.start, "end": r.end, "records": r.count}
+            for p, r in sorted(self.offsets.items())
+        ]
+
+
+#: Crash-injection hook for tests: called with a step name ("consumed", "committed").
+Fault = Callable[[str], None]
+
+
+def committed_offsets(table_uri: str, topic: str) -> dict[int, int]:
+    """partition -> next offset to read, from the bronze table's app transactions."""
+    from assets.delta import app_transaction_versions, table_exists
+
+    if not table_exists(table_uri):
+        return {}
+    prefix = f"{topic}-"
+    out: dict[int, int] = {}
+    for app, version in app_transaction_versions(table_uri).items():
+        if app.startswith(prefix) and app[len(prefix) :].isdigit():
+            out[int(app[len(prefix) :])] = int(version)
+    return out
+
+
+def _partitions(consumer: Consumer, topic: str, timeout_s: float) -> list[int]:
+    try:
+        meta = consumer.list_topics(topic, timeout=timeout_s)
+    except KafkaException as exc:
+        raise BronzeIngestError(f"cannot read metadata of topic {topic!r}: {exc}", topic=topic) from exc
+    tmeta = meta.topics.get(topic)
+    if tmeta is None or tmeta.error is not None or not tmeta.partitions:
+        raise BronzeIngestError(
+            f"topic {topic!r} does not exist (create it with create_topics / produce sample data first)",
+            topic=topic,
+        )
+    return sorted(tmeta.partitions)
+
+
+class _Batch:
+    """Columnar buffers for one batch; ~10x faster than building rows."""
+
+    __slots__ = ("headers", "keys", "offsets", "partitions", "timestamps", "values")
+
+    def __init__(self) -> None:
+        self.keys: list[bytes | None] = []
+        self.values: list[bytes | None] = []
+        self.partitions: list[int] = []
+        self.offsets: list[int] = []
+        self.timestamps: list[int] = []
+        self.headers: list[list[tuple[str, bytes | None]] | None] = []
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    def to_arrow(self, topic: str) -> pa.Table:
+        n = len(self.offsets)
+        ts = pa.array(self.timestamps, pa.int64())
+        import pyarrow.compute as pc
+
+        return pa.Table.from_arrays(
+            [
+                pa.array(self.keys, pa.binary()),
+                pa.array(self.values, pa.binary()),
+                pa.repeat(topic, n).cast(pa.string()) if n else pa.array([], pa.string()),
+                pa.array(self.partitions, pa.int32()),
+                pa.array(self.offsets, pa.int64()),
+                pc.multiply(ts, 1000).cast(pa.timestamp("us", tz="UTC")),
+                pa.array(self.headers, HEADERS_TYPE),
+            ],
+            schema=ARROW_SCHEMA,
+        )
+
+
+def to_bronze_frame(spark: SparkSession, table: pa.Table, ingest_time: datetime) -> DataFrame:
+    """Arrow batch → the bronze DataFrame: parsed payload and partition date computed in the JVM."""
+    from pyspark.sql import functions as F
+
+    df = spark.createDataFrame(table)
+    return df.select(
+        "key",
+        "value",
+        # Values become JSON text ("3", "2.5", "x"); silver casts with its typed contract.
+        F.from_json(F.col("value").cast("string"), "MAP<STRING,STRING>").alias("payload"),
+        "topic",
+        "partition",
+        "offset",
+        "event_timestamp",
+        "headers",
+        F.lit(ingest_time).cast("timestamp").alias("ingest_time"),
+        F.to_date("event_timestamp").alias(BRONZE_PARTITION_COL),
+    )
+
+
+def ingest_topic(
+    spark: SparkSession,
+    client: KafkaClientConfig,
+    topic: str,
+    table_uri: str,
+    *,
+    batch_records: int = 500_000,
+    max_records: int | None = None,
+    eof_timeout_s: float = 60.0,
+    group_id: str | None = None,
+    fault: Fault | None = None,
+    log: Callable[[str], None] | None = None,
+    show_progress: bool = True,
+) -> IngestResult:
+    """Consume ``topic`` from the committed offsets to EOF (or ``max_records``) into ``table_uri``."""
+    from assets.delta import AppTransaction, write_delta
+
+    started = time.perf_counter()
+    result = IngestResult(topic=topic, table_uri=table_uri)
+    result.start_offsets = committed_offsets(table_uri, topic)
+    consumer = Consumer(
+        client.consumer(
+            group_id or f"streamhouse-bronze-{topic}",
+            **{
+                "enable.partition.eof": True,
+                "enable.auto.commit": False,
+                "enable.auto.offset.store": False,
+                "auto.offset.reset": "earliest",
+                "fetch.max.bytes": 52_428_800,
+                "max.partition.fetch.bytes": 10_485_760,
+                "queued.max.messages.kbytes": 262_144,
+            },
+        )
+    )
+    progress = None
+    try:
+        partitions = _partitions(consumer, topic, eof_timeout_s)
+        positions = {p: result.start_offsets.get(p, 0) for p in partitions}
+        consumer.assign(
+            [TopicPartition(topic, p, off if off > 0 else OFFSET_BEGINNING) for p, off in positions.items()]
+        )
+        at_eof: set[int] = set()
+        limit = max_records if max_records is not None else float("inf")
+        total = 0
+        while len(at_eof) < len(partitions) and total < limit:
+            batch = _Batch()
+            first: dict[int, int] = {}
+            last: dict[int, int] = {}
+            want = int(min(batch_records, limit - total))
+            t0 = time.perf_counter()
+            deadline = time.monotonic() + eof_timeout_s
+            while len(batch) < want and len(at_eof) < len(partitions):
+                msgs = consumer.consume(num_messages=min(10_000, want - len(batch)), timeout=0.5)
+                if not msgs:
+                    if time.monotonic() > deadline:
+                        missing = sorted(set(partitions) - at_eof)
+                        raise BronzeIngestError(
+                            f"no end of partitions {missing} of {topic!r} within {eof_timeout_s:.0f}s "
+                            f"(is the broker at {client.bootstrap_servers} reachable?)",
+                            topic=topic,
+                        )
+                    continue
+                deadline = time.monotonic() + eof_timeout_s
+                keys, values, parts, offs, tss, hdrs = (
+                    batch.keys,
+                    batch.values,
+                    batch.partitions,
+                    batch.offsets,
+                    batch.timestamps,
+                    batch.headers,
+                )
+                for msg in msgs:
+                    err = msg.error()
+                    if err is not None:
+                        if err.code() == KafkaError._PARTITION_EOF:
+                            at_eof.add(msg.partition())
+                            continue
+                        raise BronzeIngestError(
+                            f"consume error on {topic}[{msg.partition()}]: {err}",
+                            topic=topic,
+                            partition=msg.partition(),
+                        )
+                    p = msg.partition()
+                    off = msg.offset()
+                    if p in at_eof:
+                        at_eof.discard(p)
+                    if p not in first:
+                        first[p] = off
+                    last[p] = off
+                    keys.append(msg.key())
+                    values.append(msg.value())
+                    parts.append(p)
+                    offs.append(off)
+                    tss.append(msg.timestamp()[1])
+                    h = msg.headers()
+                    hdrs.append([(k, v) for k, v in h] if h else None)
+                if progress is None and show_progress and len(batch) >= PROGRESS_THRESHOLD:
+                    progress = _start_progress(topic)
+                if progress is not None:
+                    progress[0].update(progress[1], completed=total + len(batch))
+            result.consume_seconds += time.perf_counter() - t0
+            if not batch:
+                break
+            if fault:
+                fault("consumed")
+            t1 = time.perf_counter()
+            table = batch.to_arrow(topic)
+            ingest_time = datetime.now(UTC)
+            df = to_bronze_frame(spark, table, ingest_time)
+            ranges = {p: OffsetRange(p, first[p], last[p] + 1) for p in first}
+            commit = write_delta(
+                df,
+                table_uri,
+                mode="append",
+                partition_by=[BRONZE_PARTITION_COL],
+                app_transactions=[AppTransaction(app_id(topic, p), r.end) for p, r in sorted(ranges.items())],
+                commit_metadata={
+                    "operation": "bronze_ingest",
+                    "topic": topic,
+                    "offsets": orjson.dumps(
+                        {str(p): [r.start, r.end] for p, r in sorted(ranges.items())}
+                    ).decode(),
+                },
+            )
+            result.write_seconds += time.perf_counter() - t1
+            result.commits.append(commit)
+            if fault:
+                fault("committed")
+            if not commit.skipped:
+                for p, r in ranges.items():
+                    prev = result.offsets.get(p)
+                    result.offsets[p] = OffsetRange(p, prev.start if prev else r.start, r.end)
+                result.records += len(batch)
+                result.event_dates |= _dates(table)
+            total += len(batch)
+            if log:
+                log(f"{topic}: committed {len(batch):,} records as version {commit.version}")
+        _commit_group_offsets(consumer, topic, committed_offsets(table_uri, topic))
+    finally:
+        if progress is not None:
+            progress[0].stop()
+        consumer.close()
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def _dates(table: pa.Table) -> set[str]:
+    import pyarrow.compute as pc
+
+    days = pc.unique(pc.cast(table.column("event_timestamp"), pa.date32()))
+    return {d.isoformat() for d in days.to_pylist() if d is not None}
+
+
+def _commit_group_offsets(consumer: Consumer, topic: str, offsets: dict[int, int]) -> None:
+    """Informational only (lag dashboards); failures are ignored because nothing reads them back."""
+    if not offsets:
+        return
+    try:
+        consumer.commit(offsets=[TopicPartition(topic, p, o) for p, o in offsets.items()], asynchronous=True)
+    except KafkaException:
+        pass
+
+
+def _start_progress(topic: str) -> tuple[Any, Any]:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    progress = Progress(
+        TextColumn(f"bronze {topic}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        transient=True,
+    )
+    task = progress.add_task(topic, total=None)
+    progress.start()
+    return progress, task

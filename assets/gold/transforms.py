@@ -1,0 +1,143 @@
+"""Gold computations in PySpark: tumbling, hopping and session windows, and the as-of enriched orders.
+
+Each function takes silver DataFrames (already restricted to the input range the caller needs) and the
+list of target dates; it returns only rows that belong to those dates, so the caller can replace
+exactly those partitions. Window semantics (the DuckDB equality tests re-implement them):
+
+* tumbling 5 min: ``[start, start + 5m)`` aligned to the epoch; partition = date(window_start)
+* hopping 10 min every 1 min: every window ``[s, s + 10m)`` with ``s`` on a minute boundary that
+  contains the event; partition = date(window_start) (windows starting 23:51-23:59 need the next day)
+* session, 30 min gap: a user's clicks in time order; a gap of 30 minutes or more starts a new
+  session; partition = date(session_start); sessions are looked up one day either side
+* enriched orders: each order joined to the customer profile valid at ``event_time``
+  (``valid_from <= event_time < valid_to``) and to the product
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import date
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+TUMBLING = "5 minutes"
+HOP_SIZE = "10 minutes"
+HOP_SLIDE = "1 minute"
+SESSION_GAP_S = 30 * 60
+
+
+def _in_dates(col: str, dates: Sequence[date]):
+    from pyspark.sql import functions as F
+
+    return F.to_date(F.col(col)).isin([d.isoformat() for d in dates])
+
+
+def revenue_tumbling(orders: DataFrame, dates: Sequence[date]) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    w = F.window("event_time", TUMBLING)
+    return (
+        orders.groupBy(w.alias("w"), "product_id")
+        .agg(
+            F.round(F.sum(F.col("quantity") * F.col("unit_price")), 2).alias("revenue"),
+            F.count("*").cast("bigint").alias("orders"),
+            F.sum("quantity").cast("bigint").alias("units"),
+        )
+        .select(
+            F.col("w.start").alias("window_start"),
+            F.col("w.end").alias("window_end"),
+            "product_id",
+            "revenue",
+            "orders",
+            "units",
+            F.to_date("w.start").alias("window_date"),
+        )
+        .filter(_in_dates("window_start", dates))
+    )
+
+
+def revenue_hopping(orders: DataFrame, dates: Sequence[date]) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    w = F.window("event_time", HOP_SIZE, HOP_SLIDE)
+    return (
+        orders.groupBy(w.alias("w"))
+        .agg(
+            F.round(F.sum(F.col("quantity") * F.col("unit_price")), 2).alias("revenue"),
+            F.count("*").cast("bigint").alias("orders"),
+            F.countDistinct("customer_id").cast("bigint").alias("customers"),
+        )
+        .select(
+            F.col("w.start").alias("window_start"),
+            F.col("w.end").alias("window_end"),
+            "revenue",
+            "orders",
+            "customers",
+            F.to_date("w.start").alias("window_date"),
+        )
+        .filter(_in_dates("window_start", dates))
+    )
+
+
+def click_sessions(clicks: DataFrame, dates: Sequence[date]) -> DataFrame:
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    by_user = Window.partitionBy("user_id").orderBy("event_time", "event_id")
+    gap = F.col("event_time").cast("double") - F.lag(F.col("event_time").cast("double")).over(by_user)
+    marked = clicks.select("user_id", "event_id", "event_time", "page").withColumn(
+        "_new", F.when(gap.isNull() | (gap >= SESSION_GAP_S), 1).otherwise(0)
+    )
+    numbered = marked.withColumn(
+        "_session",
+        F.sum("_new").over(by_user.rowsBetween(Window.unboundedPreceding, Window.currentRow)),
+    )
+    sessions = numbered.groupBy("user_id", "_session").agg(
+        F.min("event_time").alias("session_start"),
+        F.max("event_time").alias("session_end"),
+        F.count("*").cast("bigint").alias("clicks"),
+        F.countDistinct("page").cast("bigint").alias("pages"),
+    )
+    return sessions.select(
+        "user_id",
+        "session_start",
+        "session_end",
+        (F.col("session_end").cast("long") - F.col("session_start").cast("long")).alias("duration_s"),
+        "clicks",
+        "pages",
+        F.to_date("session_start").alias("session_date"),
+    ).filter(_in_dates("session_start", dates))
+
+
+def enriched_orders(orders: DataFrame, customers: DataFrame, products: DataFrame) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    o = orders.alias("o")
+    c = customers.select("customer_id", "name", "segment", "country", "valid_from", "valid_to").alias("c")
+    p = products.select("product_id", "name", "category", "list_price").alias("p")
+    joined = o.join(
+        c,
+        (F.col("o.customer_id") == F.col("c.customer_id"))
+        & (F.col("c.valid_from") <= F.col("o.event_time"))
+        & (F.col("c.valid_to").isNull() | (F.col("o.event_time") < F.col("c.valid_to"))),
+        "left",
+    ).join(p, F.col("o.product_id") == F.col("p.product_id"), "left")
+    return joined.select(
+        F.col("o.order_id").alias("order_id"),
+        F.col("o.event_time").alias("event_time"),
+        F.col("o.customer_id").alias("customer_id"),
+        F.col("c.name").alias("customer_name"),
+        F.col("c.segment").alias("segment"),
+        F.col("c.country").alias("country"),
+        F.col("c.valid_from").alias("profile_valid_from"),
+        F.col("o.product_id").alias("product_id"),
+        F.col("p.name").alias("product_name"),
+        F.col("p.category").alias("category"),
+        F.col("p.list_price").alias("list_price"),
+        F.col("o.quantity").alias("quantity"),
+        F.col("o.unit_price").alias("unit_price"),
+        F.round(F.col("o.quantity") * F.col("o.unit_price"), 2).alias("amount"),
+        F.col("o.event_date").alias("event_date"),
+    )

@@ -1,0 +1,134 @@
+"""Lineage and metadata attached to every lakehouse materialization.
+
+Each materialization records which Delta version it produced, how many rows, the schema, the exact
+input versions it read (so any gold version can be traced to the silver/bronze versions behind it),
+and a small markdown preview. Inputs are always read *pinned* to a version taken at the start of the
+step, so the recorded versions are exactly the data that was used.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import date
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from dagster import MetadataValue, TableColumn, TableSchema
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+PREVIEW_ROWS = 8
+
+
+def pinned_version(table_uri: str) -> int | None:
+    from assets.delta import table_exists, table_version
+
+    return table_version(table_uri) if table_exists(table_uri) else None
+
+
+def read_partitions(
+    spark: SparkSession,
+    table_uri: str,
+    *,
+    version: int | None,
+    column: str | None = None,
+    values: Iterable[date | str] | None = None,
+) -> DataFrame:
+    """The table at ``version`` restricted to the partitions ``column in values`` (files pruned).
+
+    See docs/notes/lakehouse-needs-from-delta.md: uses the Delta layer's file-list reader until
+    ``read_spark`` can prune partitions itself.
+    """
+    from assets.delta.location import resolve
+    from assets.delta.reader import read_files
+    from assets.delta.snapshot import active_files, open_table, partition_columns, schema_json
+
+    location = resolve(table_uri)
+    dt = open_table(location, version=version)
+    parts = partition_columns(dt)
+    files = active_files(dt)
+    if column is not None and values is not None:
+        wanted = {v.isoformat() if isinstance(v, date) else str(v) for v in values}
+        files = [f for f in files if f.partition_values.get(column) in wanted]
+    return read_files(spark, location, schema_json(dt), parts, files)
+
+
+def spark_table_schema(schema: Any) -> TableSchema:
+    return TableSchema(columns=[TableColumn(f.name, f.dataType.simpleString()) for f in schema.fields])
+
+
+def markdown_preview(
+    rows: Sequence[Mapping[str, Any]], columns: Sequence[str], limit: int = PREVIEW_ROWS
+) -> str:
+    def cell(value: Any) -> str:
+        if isinstance(value, bytes | bytearray):
+            value = value[:40].decode("utf-8", "replace")
+        text = str(value)
+        return (text[:60] + "…" if len(text) > 60 else text).replace("|", "\\|").replace("\n", " ")
+
+    head = "| " + " | ".join(columns) + " |"
+    sep = "| " + " | ".join("---" for _ in columns) + " |"
+    body = ["| " + " | ".join(cell(row.get(c)) for c in columns) + " |" for row in rows[:limit]]
+    return "\n".join([head, sep, *body]) if body else "_no rows_"
+
+
+def table_metadata(
+    spark: SparkSession,
+    table_uri: str,
+    commit: Any,
+    *,
+    inputs: Mapping[str, int | None] | None = None,
+    partition_column: str | None = None,
+    partitions: Sequence[date] | None = None,
+    extra: Mapping[str, Any] | None = None,
+    preview_columns: Sequence[str] | None = None,
+) -> dict[str, Any]:
+    """Standard metadata for a materialization that committed ``commit`` to ``table_uri``."""
+    meta: dict[str, Any] = {
+        "table_uri": MetadataValue.path(table_uri),
+        "delta_version": MetadataValue.int(int(commit.version)),
+        "commit_skipped": MetadataValue.bool(bool(commit.skipped)),
+        "rows_written": MetadataValue.int(int(commit.rows_written)),
+        "files_added": MetadataValue.int(int(commit.files_added)),
+        "files_removed": MetadataValue.int(int(commit.files_removed)),
+    }
+    if inputs is not None:
+        meta["input_versions"] = MetadataValue.json({k: v for k, v in inputs.items()})
+    if partitions:
+        meta["partitions_replaced"] = MetadataValue.json([d.isoformat() for d in partitions])
+    df = read_partitions(
+        spark,
+        table_uri,
+        version=commit.version,
+        column=partition_column if partitions else None,
+        values=partitions,
+    )
+    meta["dagster/column_schema"] = spark_table_schema(df.schema)
+    columns = list(preview_columns or [f.name for f in df.schema.fields][:10])
+    rows = [r.asDict() for r in df.select(*columns).limit(PREVIEW_ROWS).collect()]
+    meta["preview"] = MetadataValue.md(markdown_preview(rows, columns))
+    meta["dagster/row_count"] = MetadataValue.int(int(commit.rows_written))
+    for key, value in (extra or {}).items():
+        meta[key] = value
+    return meta
+
+
+def commit_lineage(inputs: Mapping[str, int | None], **extra: Any) -> dict[str, str]:
+    """Lineage stored in the Delta commit itself (readable without Dagster via ``history``)."""
+    return {
+        "streamhouse.inputs": json.dumps(dict(inputs), sort_keys=True),
+        **{k: str(v) for k, v in extra.items()},
+    }
+
+
+def png_metadata(png: bytes, path: Path) -> dict[str, Any]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(png)
+    encoded = base64.b64encode(png).decode()
+    return {
+        "plot": MetadataValue.md(f"![plot](data:image/png;base64,{encoded})"),
+        "plot_path": MetadataValue.path(str(path)),
+    }

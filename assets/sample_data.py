@@ -1,0 +1,312 @@
+"""The demo/test domain: topic names, payload schemas and a deterministic sample-data generator.
+
+Every record's Kafka timestamp is its event time (as Kafka Streams preserves it), so bronze can
+partition by record timestamp without parsing. The generator is deterministic for a given seed and can
+mix in late events (event time far behind the stream), invalid records (broken JSON, missing or
+mistyped fields, impossible values) and exact duplicates (producer retries), in configurable ratios.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+import orjson
+from confluent_kafka import Producer
+
+from edge.kafka import KafkaClientConfig, TopicSpec, create_topics
+
+ORDERS = "orders"
+CUSTOMERS = "customers"
+PRODUCTS = "products"
+CLICKS = "clicks"
+#: Logical topic name -> partitions. The physical topic name is ``<prefix><logical>``.
+TOPICS: dict[str, int] = {ORDERS: 4, CUSTOMERS: 1, PRODUCTS: 1, CLICKS: 4}
+
+#: Payload fields and their logical types, per topic (the contract silver enforces).
+PAYLOAD_SCHEMAS: dict[str, dict[str, str]] = {
+    ORDERS: {
+        "order_id": "string",
+        "customer_id": "string",
+        "product_id": "string",
+        "quantity": "int",
+        "unit_price": "double",
+        "event_time": "timestamp",
+    },
+    CUSTOMERS: {
+        "customer_id": "string",
+        "name": "string",
+        "segment": "string",
+        "country": "string",
+        "updated_at": "timestamp",
+    },
+    PRODUCTS: {"product_id": "string", "name": "string", "category": "string", "list_price": "double"},
+    CLICKS: {"event_id": "string", "user_id": "string", "page": "string", "event_time": "timestamp"},
+}
+
+DEFAULT_START = datetime(2026, 1, 5, tzinfo=UTC)
+SEGMENTS = ["consumer", "smb", "enterprise"]
+COUNTRIES = ["DE", "FR", "NL", "US", "GB"]
+CATEGORIES = ["coffee", "tea", "bakery", "juice"]
+PAGES = ["/", "/menu", "/product", "/cart", "/checkout", "/account"]
+
+
+def topic_specs(prefix: str = "") -> list[TopicSpec]:
+    return [TopicSpec(f"{prefix}{name}", partitions) for name, partitions in TOPICS.items()]
+
+
+def iso_ms(ms: int) -> str:
+    """Event times travel as ISO-8601 UTC strings with millisecond precision."""
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+@dataclass(frozen=True)
+class RawRecord:
+    key: bytes | None
+    value: bytes
+    timestamp_ms: int
+
+
+@dataclass
+class SampleData:
+    """Records per logical topic in production order, plus the ground truth used by tests."""
+
+    records: dict[str, list[RawRecord]] = field(default_factory=dict)
+    #: Count of each deliberately bad record kind per topic (``{"orders": {"invalid": 3, ...}}``).
+    injected: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    def count(self) -> int:
+        return sum(len(r) for r in self.records.values())
+
+    def payloads(self, topic: str) -> Iterator[dict | None]:
+        """Decoded payloads (None for undecodable ones), in production order."""
+        for rec in self.records.get(topic, []):
+            try:
+                value = orjson.loads(rec.value)
+            except orjson.JSONDecodeError:
+                yield None
+                continue
+            yield value if isinstance(value, dict) else None
+
+
+def _day_ms(start: datetime, days: int) -> tuple[int, int]:
+    begin = int(start.timestamp() * 1000)
+    return begin, begin + days * 86_400_000
+
+
+def generate(
+    events: int,
+    *,
+    seed: int = 7,
+    start: datetime = DEFAULT_START,
+    days: int = 3,
+    customers: int = 50,
+    products: int = 12,
+    late_ratio: float = 0.0,
+    invalid_ratio: float = 0.0,
+    duplicate_ratio: float = 0.0,
+    late_by: timedelta = timedelta(hours=6),
+    id_prefix: str = "",
+    include_dimensions: bool = True,
+) -> SampleData:
+    """About ``events`` orders+clicks over ``days`` days from ``start``, plus customer/product records.
+
+    Half the events are orders, half clicks (clicks come in per-user bursts so sessions form). Late
+    events keep their (old) event time but are produced at the end of the stream; ``id_prefix`` keeps
+    ids of several batches distinct.
+    """
+    rng = random.Random(seed)
+    begin, end = _day_ms(start, days)
+    data = SampleData()
+    n_orders = events // 2
+    n_clicks = events - n_orders
+
+    product_rows = [
+        {
+            "product_id": f"p-{i:03d}",
+            "name": f"product {i}",
+            "category": CATEGORIES[i % len(CATEGORIES)],
+            "list_price": round(1.5 + i * 0.75, 2),
+        }
+        for i in range(products)
+    ]
+    prices = {p["product_id"]: p["list_price"] for p in product_rows}
+    if include_dimensions:
+        data.records[PRODUCTS] = [
+            RawRecord(p["product_id"].encode(), orjson.dumps(p), begin - 86_400_000) for p in product_rows
+        ]
+        cust: list[RawRecord] = []
+        for i in range(customers):
+            cid = f"c-{i:04d}"
+            # First profile before any order, then up to two changes inside the range.
+            times = [begin - 86_400_000] + sorted(rng.randrange(begin, end) for _ in range(rng.randrange(3)))
+            for version, ts in enumerate(times):
+                profile = {
+                    "customer_id": cid,
+                    "name": f"customer {i}",
+                    "segment": SEGMENTS[(i + version) % len(SEGMENTS)],
+                    "country": COUNTRIES[(i * 3 + version) % len(COUNTRIES)],
+                    "updated_at": iso_ms(ts),
+                }
+                cust.append(RawRecord(cid.encode(), orjson.dumps(profile), ts))
+        cust.sort(key=lambda r: r.timestamp_ms)
+        data.records[CUSTOMERS] = cust
+
+    product_ids = list(prices)
+    step = max(1, (end - begin) // max(1, n_orders))
+    orders: list[RawRecord] = []
+    late: list[RawRecord] = []
+    late_ms = int(late_by.total_seconds() * 1000)
+    for i in range(n_orders):
+        ts = begin + i * step + rng.randrange(step)
+        is_late = bool(late_ratio) and rng.random() < late_ratio
+        if is_late:
+            ts -= late_ms
+        pid = product_ids[rng.randrange(len(product_ids))]
+        cid = f"c-{rng.randrange(customers):04d}"
+        order = {
+            "order_id": f"{id_prefix}o-{seed}-{i}",
+            "customer_id": cid,
+            "product_id": pid,
+            "quantity": 1 + rng.randrange(5),
+            "unit_price": round(prices[pid] * (0.8 + rng.randrange(5) * 0.05), 2),
+            "event_time": iso_ms(ts),
+        }
+        (late if is_late else orders).append(RawRecord(cid.encode(), orjson.dumps(order), ts))
+    clicks: list[RawRecord] = []
+    users = max(1, customers * 2)
+    # Bursts: each burst is one user's clicks 5 s - 20 min apart; bursts of the same user are
+    # scattered over the range so most gaps exceed the 30-minute session gap.
+    produced = 0
+    burst = 0
+    while produced < n_clicks:
+        uid = f"u-{rng.randrange(users):04d}"
+        ts = begin + rng.randrange(end - begin)
+        for _ in range(min(n_clicks - produced, 1 + rng.randrange(8))):
+            if ts >= end:
+                break
+            click = {
+                "event_id": f"{id_prefix}k-{seed}-{produced}",
+                "user_id": uid,
+                "page": PAGES[rng.randrange(len(PAGES))],
+                "event_time": iso_ms(ts),
+            }
+            clicks.append(RawRecord(uid.encode(), orjson.dumps(click), ts))
+            produced += 1
+            ts += 5_000 + rng.randrange(20 * 60_000)
+        burst += 1
+    clicks.sort(key=lambda r: r.timestamp_ms)
+    orders.extend(late)
+    data.injected = {ORDERS: {"late": len(late)}, CLICKS: {}}
+    _inject(rng, orders, ORDERS, invalid_ratio, duplicate_ratio, data.injected[ORDERS], begin)
+    _inject(rng, clicks, CLICKS, invalid_ratio, duplicate_ratio, data.injected[CLICKS], begin)
+    data.records[ORDERS] = orders
+    data.records[CLICKS] = clicks
+    return data
+
+
+def _invalid_order(rng: random.Random, base: dict) -> bytes:
+    kind = rng.randrange(5)
+    bad = dict(base)
+    if kind == 0:
+        return b'{"order_id": "broken'
+    if kind == 1:
+        bad.pop("customer_id")
+    elif kind == 2:
+        bad["quantity"] = "many"
+    elif kind == 3:
+        bad["quantity"] = -1
+    else:
+        bad["unit_price"] = -3.5
+    return orjson.dumps(bad)
+
+
+def _invalid_click(rng: random.Random, base: dict) -> bytes:
+    kind = rng.randrange(3)
+    bad = dict(base)
+    if kind == 0:
+        return b"\xff\xfenot json"
+    if kind == 1:
+        bad.pop("user_id")
+    else:
+        bad["event_time"] = "yesterday-ish"
+    return orjson.dumps(bad)
+
+
+def _inject(
+    rng: random.Random,
+    records: list[RawRecord],
+    topic: str,
+    invalid_ratio: float,
+    duplicate_ratio: float,
+    counts: dict[str, int],
+    begin: int,
+) -> None:
+    """Append invalid copies and exact duplicates of random records (in place, deterministic)."""
+    if not records:
+        return
+    make_bad: Callable[[random.Random, dict], bytes] = _invalid_order if topic == ORDERS else _invalid_click
+    n_invalid = int(len(records) * invalid_ratio)
+    n_dup = int(len(records) * duplicate_ratio)
+    extra: list[tuple[int, RawRecord]] = []
+    for i in range(n_invalid):
+        src = records[rng.randrange(len(records))]
+        base = orjson.loads(src.value)
+        id_field = "order_id" if topic == ORDERS else "event_id"
+        base[id_field] = f"bad-{base[id_field]}-{i}"
+        extra.append(
+            (rng.randrange(len(records) + 1), RawRecord(src.key, make_bad(rng, base), src.timestamp_ms))
+        )
+    for _ in range(n_dup):
+        pos = rng.randrange(len(records))
+        extra.append((min(len(records), pos + 1 + rng.randrange(50)), records[pos]))
+    if extra:
+        by_pos: dict[int, list[RawRecord]] = {}
+        for pos, rec in extra:
+            by_pos.setdefault(pos, []).append(rec)
+        merged: list[RawRecord] = []
+        for i, rec in enumerate(records):
+            merged.extend(by_pos.get(i, ()))
+            merged.append(rec)
+        merged.extend(by_pos.get(len(records), ()))
+        records[:] = merged
+    counts["invalid"] = n_invalid
+    counts["duplicate"] = n_dup
+
+
+def produce(
+    client: KafkaClientConfig,
+    data: SampleData,
+    *,
+    prefix: str = "",
+    create: bool = True,
+    progress: Callable[[int], None] | None = None,
+) -> dict[str, int]:
+    """Produce every record to ``<prefix><topic>`` (creating the topics first); returns counts per topic."""
+    if create:
+        create_topics(client, topic_specs(prefix))
+    producer = Producer(
+        client.producer(
+            **{"linger.ms": 20, "batch.num.messages": 10000, "queue.buffering.max.messages": 500000}
+        )
+    )
+    counts: dict[str, int] = {}
+    for topic, records in data.records.items():
+        name = f"{prefix}{topic}"
+        for i, rec in enumerate(records):
+            while True:
+                try:
+                    producer.produce(name, value=rec.value, key=rec.key, timestamp=rec.timestamp_ms)
+                    break
+                except BufferError:
+                    producer.poll(0.05)
+            if progress is not None and i % 50_000 == 0:
+                progress(i)
+        counts[name] = len(records)
+        producer.poll(0)
+    remaining = producer.flush(120)
+    if remaining:
+        raise RuntimeError(f"{remaining} sample records were not acknowledged by {client.bootstrap_servers}")
+    return counts

@@ -1,0 +1,208 @@
+"""Bronze → silver: typed columns, one row per event id, and every rejected row kept with its reason.
+
+The typed contract of each topic is ``PAYLOAD_SCHEMAS`` in ``assets.sample_data``. Casting uses
+``try_cast`` so a bad value becomes a quarantine reason, never a failed job. Schema evolution happens
+only through an explicit rule (``SchemaRule``): payload fields outside the contract are counted and
+ignored until a rule adds them as nullable columns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from assets.sample_data import CLICKS, CUSTOMERS, ORDERS, PAYLOAD_SCHEMAS, PRODUCTS
+from edge.errors import StreamhouseError
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+
+SPARK_TYPES = {
+    "string": "string",
+    "int": "int",
+    "long": "bigint",
+    "double": "double",
+    "timestamp": "timestamp",
+}
+PARTITION_COL = "event_date"
+QUARANTINE_COLUMNS = [
+    "topic",
+    "partition",
+    "offset",
+    "key",
+    "value",
+    "reason",
+    "event_timestamp",
+    "ingest_time",
+    PARTITION_COL,
+]
+
+
+class SchemaRuleError(StreamhouseError):
+    def __init__(self, message: str, *, table: str) -> None:
+        self.table = table
+        super().__init__(message)
+
+
+@dataclass(frozen=True)
+class SchemaRule:
+    """The only way a silver schema grows: named, nullable, additive columns of a known type."""
+
+    add_columns: Mapping[str, str] = field(default_factory=dict)
+
+    def validate(self, table: str, contract: Mapping[str, str]) -> None:
+        for name, typ in self.add_columns.items():
+            if name in contract:
+                raise SchemaRuleError(
+                    f"schema rule for {table} adds {name!r}, which is already in the contract as "
+                    f"{contract[name]!r}; type changes are not allowed by rule (write a migration)",
+                    table=table,
+                )
+            if typ not in SPARK_TYPES:
+                raise SchemaRuleError(
+                    f"schema rule for {table}: column {name!r} has unknown type {typ!r}; "
+                    f"use one of {sorted(SPARK_TYPES)}",
+                    table=table,
+                )
+
+
+@dataclass(frozen=True)
+class SilverSpec:
+    topic: str
+    #: columns identifying one event (dedup key)
+    key: tuple[str, ...]
+    #: typed event-time column that decides the daily partition (None: not time-partitioned)
+    time_col: str | None
+    #: extra validity checks: (SQL condition that must hold, reason when it does not)
+    checks: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def contract(self) -> dict[str, str]:
+        return PAYLOAD_SCHEMAS[self.topic]
+
+
+SPECS: dict[str, SilverSpec] = {
+    ORDERS: SilverSpec(
+        ORDERS,
+        ("order_id",),
+        "event_time",
+        (("quantity > 0", "quantity must be > 0"), ("unit_price >= 0", "unit_price must be >= 0")),
+    ),
+    CLICKS: SilverSpec(CLICKS, ("event_id",), "event_time"),
+    CUSTOMERS: SilverSpec(CUSTOMERS, ("customer_id", "updated_at"), None),
+    PRODUCTS: SilverSpec(PRODUCTS, ("product_id",), None),
+}
+
+
+def _typed(raw: Column, typ: str) -> Column:
+    return raw.try_cast(SPARK_TYPES[typ])
+
+
+@dataclass
+class SilverFrames:
+    typed: DataFrame  # every bronze row, typed, with ``_reason`` ("" when valid); worth persisting
+    valid: DataFrame  # typed, not yet deduplicated
+    quarantine: DataFrame
+    columns: list[str]
+
+
+def split(bronze: DataFrame, spec: SilverSpec, rule: SchemaRule | None = None) -> SilverFrames:
+    """Typed rows and rejected rows (with a reason) from bronze rows of one topic."""
+    from pyspark.sql import functions as F
+
+    rule = rule or SchemaRule()
+    rule.validate(spec.topic, spec.contract)
+    fields = {**spec.contract, **rule.add_columns}
+    typed_cols = [_typed(F.col("payload")[name], typ).alias(name) for name, typ in fields.items()]
+    df = bronze.select(
+        "topic",
+        "partition",
+        "offset",
+        "key",
+        "value",
+        "payload",
+        "event_timestamp",
+        "ingest_time",
+        F.col(PARTITION_COL).alias("_bronze_date"),
+        *typed_cols,
+    )
+    reasons: list[Column] = [F.when(F.col("payload").isNull(), F.lit("payload is not a JSON object"))]
+    for name, typ in spec.contract.items():
+        raw = F.col("payload")[name]
+        reasons.append(F.when(F.col("payload").isNotNull() & raw.isNull(), F.lit(f"missing {name}")))
+        reasons.append(
+            F.when(raw.isNotNull() & F.col(name).isNull(), F.concat(F.lit(f"{name} is not a {typ}: "), raw))
+        )
+    for condition, reason in spec.checks:
+        reasons.append(F.when(~F.coalesce(F.expr(condition), F.lit(True)), F.lit(reason)))
+    if spec.time_col is not None:
+        reasons.append(
+            F.when(
+                F.to_date(F.col(spec.time_col)) != F.col("_bronze_date"),
+                F.lit(f"{spec.time_col} is not on the record timestamp's day"),
+            )
+        )
+    df = df.withColumn("_reason", F.concat_ws("; ", F.filter(F.array(*reasons), lambda r: r.isNotNull())))
+    quarantine = df.filter(F.col("_reason") != "").select(
+        "topic",
+        "partition",
+        "offset",
+        "key",
+        "value",
+        F.col("_reason").alias("reason"),
+        "event_timestamp",
+        "ingest_time",
+        F.col("_bronze_date").alias(PARTITION_COL),
+    )
+    lineage = [
+        F.col("partition").alias("_kafka_partition"),
+        F.col("offset").alias("_kafka_offset"),
+        F.col("ingest_time").alias("_ingest_time"),
+    ]
+    out = [*fields, "_kafka_partition", "_kafka_offset", "_ingest_time"]
+    select = [F.col(n) for n in fields] + lineage
+    if spec.time_col is not None:
+        select.append(F.to_date(F.col(spec.time_col)).alias(PARTITION_COL))
+        out.append(PARTITION_COL)
+    valid = df.filter(F.col("_reason") == "").select(*select)
+    return SilverFrames(typed=df, valid=valid, quarantine=quarantine, columns=out)
+
+
+def deduplicate(df: DataFrame, key: Sequence[str], latest: bool = False) -> DataFrame:
+    """One row per key: the first arrival (lowest Kafka position), or the latest with ``latest``."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    order = [F.col("_kafka_partition"), F.col("_kafka_offset")]
+    if latest:
+        order = [c.desc() for c in order]
+    w = Window.partitionBy(*key).orderBy(*order)
+    return df.withColumn("_rn", F.row_number().over(w)).filter(F.col("_rn") == 1).drop("_rn")
+
+
+def unknown_fields(bronze: DataFrame, spec: SilverSpec, rule: SchemaRule | None = None) -> list[str]:
+    """Payload fields outside the contract (and the rule): a hint that a schema rule may be needed."""
+    from pyspark.sql import functions as F
+
+    known = list(spec.contract) + list((rule or SchemaRule()).add_columns)
+    row = bronze.select(
+        F.array_distinct(
+            F.flatten(
+                F.collect_set(F.array_except(F.map_keys("payload"), F.array(*[F.lit(k) for k in known])))
+            )
+        ).alias("u")
+    ).first()
+    return sorted(row["u"] or []) if row is not None else []
+
+
+def customer_history(valid: DataFrame) -> DataFrame:
+    """Profile versions with their validity interval [valid_from, valid_to) for as-of joins."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    deduped = deduplicate(valid, ("customer_id", "updated_at"), latest=True)
+    w = Window.partitionBy("customer_id").orderBy("updated_at")
+    return deduped.withColumn("valid_from", F.col("updated_at")).withColumn(
+        "valid_to", F.lead("updated_at").over(w)
+    )
