@@ -144,8 +144,17 @@ def bench_edge_eos(ctx: BenchContext) -> list[dict[str, Any]]:
     from benchmarks.systems import streamhouse_count
 
     return streamhouse_count.bench_eos_overhead(
-        ctx.client, ctx.input_topic_variants, ctx.variant_events, ctx.workdir, ctx.run_id, ctx.timeout_s(180)
-    )
+        ctx.client, ctx.input_topic_variants, ctx.variant_events, ctx.workdir, ctx.run_id, ctx.timeout_s(180),
+        rounds=2, enough_time=lambda: ctx.remaining_s() > 150,
+    )  # fmt: skip
+
+
+def bench_edge_restore(ctx: BenchContext) -> list[dict[str, Any]]:
+    """Restore the changelog the Streamhouse count run wrote, into a fresh instance's empty state dir."""
+    from benchmarks.systems import streamhouse_count
+
+    count = _find(ctx.results, "edge_count", system=streamhouse_count.SYSTEM) or {}
+    return [streamhouse_count.bench_restore(ctx.client, count, ctx.workdir, ctx.timeout_s(120))]
 
 
 def bench_edge_instances(ctx: BenchContext) -> list[dict[str, Any]]:
@@ -163,8 +172,6 @@ HOOKS: list[tuple[str, str, str, str]] = [
      "stream-table enrichment throughput (events/s)"),
     ("edge_enrichment_latency", "benchmarks.systems.streamhouse_enrichment_latency", "enrichment-latency",
      "end-to-end p50/p99 of the enrichment app at 1k events/s, compared with the raw relay"),
-    ("edge_restore", "benchmarks.systems.streamhouse_restore", "changelog-restore",
-     "changelog restore rate (records/s)"),
     ("lakehouse_bronze", "benchmarks.systems.lakehouse_bronze", "kafka-to-bronze",
      "Kafka -> bronze Delta ingestion (records/s)"),
     ("lakehouse_gold", "benchmarks.systems.lakehouse_gold", "gold-windowed-aggregation",
@@ -381,8 +388,8 @@ def make_plots(results: dict[str, list[dict[str, Any]]], plots_dir: Path) -> lis
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--events", type=int, default=DEFAULT_EVENTS, help="count workload size (default 1M)")
-    ap.add_argument("--variant-events", type=int, default=500_000,
-                    help="events for the exactly-once and instance-scaling runs (default 500k)")  # fmt: skip
+    ap.add_argument("--variant-events", type=int, default=300_000,
+                    help="events for the exactly-once and instance-scaling runs (default 300k)")  # fmt: skip
     ap.add_argument("--keys", type=int, default=DEFAULT_KEYS)
     ap.add_argument("--count-rounds", type=int, default=2, help="interleaved rounds of the count workload")
     ap.add_argument("--relay-seconds", type=float, default=8.0, help="measured seconds per relay run")
@@ -422,6 +429,7 @@ def main(argv: list[str] | None = None) -> int:
 
         plan: list[tuple[str, float, Callable[[], list[dict[str, Any]]]]] = [
             ("edge_count", 60, lambda: bench_edge_count(ctx, a.skip_quix, a.count_rounds)),
+            ("edge_restore", 20, lambda: bench_edge_restore(ctx)),
             ("relay_latency", 30, lambda: bench_relay(ctx, a.relay_seconds, a.relay_repeats)),
             ("edge_eos", 40, lambda: bench_edge_eos(ctx)),
             ("edge_instances", 40, lambda: bench_edge_instances(ctx)),

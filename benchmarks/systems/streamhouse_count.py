@@ -71,6 +71,7 @@ def child_main(argv: list[str] | None = None) -> int:
     ap.add_argument("--stats", required=True)
     ap.add_argument("--guarantee", default="at_least_once")
     ap.add_argument("--commit-interval-ms", type=int, required=True)
+    ap.add_argument("--restore-probe", action="store_true", help="exit once RUNNING (after restoring)")
     a = ap.parse_args(argv)
 
     from benchmarks.common import write_stats_file
@@ -94,10 +95,13 @@ def child_main(argv: list[str] | None = None) -> int:
         if new is State.RUNNING and "first_consumed_at" not in stats:
             stats["first_consumed_at"] = time.time()
             write_stats_file(a.stats, stats)
+            if a.restore_probe:
+                stop.set()
         if new in (State.ERROR, State.NOT_RUNNING, State.PENDING_ERROR):
             stop.set()
 
     app.add_state_listener(on_state)
+    stats["start_called_at"] = time.time()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     app.start()
@@ -118,6 +122,9 @@ def child_main(argv: list[str] | None = None) -> int:
         final_state=app.state.value,
         closed_cleanly=clean,
         error=repr(app.error) if app.error else None,
+        restored_records=app.stats.restored_records,
+        restore_seconds=round(app.stats.restore_seconds, 3),
+        restores=[p.as_dict() for p in app.stats.restores],
     )
     write_stats_file(a.stats, stats)
     return 0 if app.error is None else 1
@@ -154,6 +161,7 @@ def _run(
     parts = len(_partitions(client, input_topic))
     ensure_topics(client, [output], partitions=parts)
     settings = {
+        "application_id": f"bench-{tag}",
         "processing_guarantee": guarantee,
         "commit_interval_ms": commit_interval_ms,
         "instances": instances,
@@ -258,21 +266,99 @@ def bench(
 
 
 def bench_eos_overhead(
-    client: Any, input_topic: str, events: int, workdir: Path, run_id: str, timeout_s: float
+    client: Any,
+    input_topic: str,
+    events: int,
+    workdir: Path,
+    run_id: str,
+    timeout_s: float,
+    rounds: int = 2,
+    enough_time: Any = None,
 ) -> list[dict[str, Any]]:
-    """At-least-once vs exactly_once_v2, both at a 100 ms commit interval."""
+    """At-least-once vs exactly_once_v2, both at a 100 ms commit interval, interleaved ``rounds`` times.
+
+    Each figure is the best of its rounds (the same rule as the count workload).
+    """
     from benchmarks.common import not_available
 
     reason = availability()
     if reason:
         return [not_available(SYSTEM, w, events, reason) for w in ("count-alos-100ms", "count-eos-100ms")]
-    alos = _run(client, input_topic, events, workdir, run_id, timeout_s,
-                workload="count-alos-100ms", guarantee="at_least_once", commit_interval_ms=100)  # fmt: skip
-    eos = _run(client, input_topic, events, workdir, run_id, timeout_s,
-               workload="count-eos-100ms", guarantee="exactly_once_v2", commit_interval_ms=100)  # fmt: skip
+    runs: dict[str, list[dict[str, Any]]] = {"at_least_once": [], "exactly_once_v2": []}
+    for rnd in range(rounds):
+        if rnd and enough_time is not None and not enough_time():
+            break
+        for guarantee, workload in (
+            ("at_least_once", "count-alos-100ms"),
+            ("exactly_once_v2", "count-eos-100ms"),
+        ):
+            r = _run(client, input_topic, events, workdir, f"{run_id}e{rnd}", timeout_s,
+                     workload=workload, guarantee=guarantee, commit_interval_ms=100)  # fmt: skip
+            runs[guarantee].append(r)
+    alos, eos = (_best(rs) for rs in runs.values())
     if alos.get("events_per_s") and eos.get("events_per_s"):
         eos["overhead_vs_alos"] = round(1 - eos["events_per_s"] / alos["events_per_s"], 3)
     return [alos, eos]
+
+
+def _best(rs: list[dict[str, Any]]) -> dict[str, Any]:
+    ok = [r for r in rs if r.get("events_per_s")]
+    best = dict(max(ok, key=lambda r: r["events_per_s"]) if ok else rs[-1])
+    best["rounds"] = [{"events_per_s": r.get("events_per_s"), "status": r.get("status")} for r in rs]
+    best["figure"] = f"best of {len(rs)} interleaved rounds"
+    return best
+
+
+def bench_restore(
+    client: Any, count_result: dict[str, Any], workdir: Path, timeout_s: float
+) -> dict[str, Any]:
+    """Restore rate: a fresh instance (empty state dir) of the count app rebuilds its RocksDB store from
+    the changelog the count run wrote (one changelog record per input: ``events`` records, 10k keys)."""
+    from benchmarks.common import not_available, read_stats_file, result, start_child
+
+    workload = "changelog-restore"
+    reason = availability()
+    if reason:
+        return not_available(SYSTEM, workload, 0, reason)
+    settings = count_result.get("settings") or {}
+    app_id = settings.get("application_id")
+    if not count_result.get("events_per_s") or not app_id:
+        return not_available(SYSTEM, workload, 0, "needs a successful Streamhouse count run (its changelog)")
+    from edge.state import changelog_topic_name
+
+    tag = f"{app_id}-restore"
+    stats = workdir / f"{tag}.stats.json"
+    stats.unlink(missing_ok=True)
+    cmd = [
+        sys.executable, "-m", "benchmarks.systems.streamhouse_count",
+        "--bootstrap", client.bootstrap_servers, "--profile", client.profile.value,
+        "--input", count_result["input_topic"], "--output", count_result["output_topic"], "--app-id", app_id,
+        "--state-dir", str(workdir / f"{tag}-state"), "--stats", str(stats),
+        "--guarantee", "at_least_once", "--commit-interval-ms", "1000", "--restore-probe",
+    ]  # fmt: skip
+    child = start_child(cmd, workdir / f"{tag}.log")
+    deadline = time.monotonic() + timeout_s
+    while child.alive() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    child.finish(timeout_s=30, terminate=True)
+    st = read_stats_file(stats, timeout_s=2.0) or {}
+    restored, secs = st.get("restored_records") or 0, st.get("restore_seconds") or 0.0
+    base = {
+        "changelog_topic": changelog_topic_name(app_id, "counts"),
+        "child_exit_code": child.returncode,
+        "child_cpu_s": child.cpu_s,
+        "child_stats": {k: v for k, v in st.items() if k != "restores"},
+    }
+    if not restored or not secs:
+        return result(SYSTEM, workload, restored, None, status="failed",
+                      reason=f"nothing restored; log tail:\n{child.log_tail()}", **base)  # fmt: skip
+    start_to_running = st["first_consumed_at"] - st["start_called_at"] if "first_consumed_at" in st else None
+    return result(
+        SYSTEM, workload, restored, restored / secs, restore_seconds=secs,
+        start_to_running_s=round(start_to_running, 3) if start_to_running else None,
+        records_per_s_incl_startup=round(restored / start_to_running) if start_to_running else None,
+        **base,
+    )  # fmt: skip
 
 
 def bench_instances(
