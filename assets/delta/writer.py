@@ -282,7 +282,13 @@ def _commit(
         )
         if strict:
             return expected
+        # delta-rs may have rebased a blind append past concurrent commits and does not refresh the
+        # handle: find our commit by its id.
         dt.update_incremental()
+        commit_id = properties["custom_metadata"].get("streamhouse.commitId")
+        for info in dt.history(limit=dt.version() - expected + 2):
+            if info.get("streamhouse.commitId") == commit_id:
+                return int(info["version"])
         return dt.version()
     except CommitFailedError as exc:
         raise _conflict(location, read_version, exc) from exc
@@ -377,8 +383,9 @@ def write_delta(
         staged = write_staged(data, staging, parts, column_types)
         moved = publish(staging, staged)
         now_ms = int(time.time() * 1000)
+        metadata = _commit_metadata(mode, commit_metadata, read_version)
         properties: dict[str, Any] = {
-            "custom_metadata": _commit_metadata(mode, commit_metadata, read_version)
+            "custom_metadata": {**metadata, "streamhouse.commitId": staging.write_id}
         }
         if app_transactions:
             properties["app_transactions"] = [

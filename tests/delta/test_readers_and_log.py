@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from datetime import date, datetime
 from decimal import Decimal
 from pathlib import Path
@@ -22,9 +23,10 @@ SCHEMA = (
 )
 
 
-@pytest.fixture
-def table(spark, tmp_lake: Path) -> tuple[Path, list[str]]:
-    path = tmp_lake / "wide"
+@pytest.fixture(scope="module")
+def table(spark, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
+    """Built once for the module (three commits: partitioned create, append, merge); tests only read it."""
+    path = tmp_path_factory.mktemp("readers") / "wide"
     rows = [
         (
             i,
@@ -71,8 +73,9 @@ def test_arrow_reader_projects_and_filters(table) -> None:
     assert sorted(by_expr.column("id").to_pylist()) == [4, 5]
 
 
-def test_delta_log_is_portable(spark, table) -> None:
-    path, _ = table
+def test_delta_log_is_portable(spark, table, tmp_path: Path) -> None:
+    path = tmp_path / "wide"
+    shutil.copytree(table[0], path)  # optimize() below must not change the shared table
     actions = log_actions(path)
     raw_log = "".join(p.read_text() for p in (path / "_delta_log").glob("*.json"))
     assert "timestampNanos" not in raw_log and "timestampNtz" not in raw_log
