@@ -126,7 +126,8 @@ def main() -> None:
             "partitions": 4,
             "instances": 2,
             "session_timeout_ms": 2000,
-            "note": "includes failure detection (session timeout) and the group rebalance on the embedded broker",
+            "note": "includes failure detection (session timeout) and the group rebalance "
+            "on the embedded broker",
             **results,
         },
     )

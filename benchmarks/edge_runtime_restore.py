@@ -78,7 +78,8 @@ def main() -> None:
         },
     )
     print(
-        f"restored {restored} records in {seconds:.2f}s = {rate:,.0f} records/s; start->RUNNING {to_running:.2f}s"
+        f"restored {restored} records in {seconds:.2f}s = {rate:,.0f} records/s; "
+        f"start->RUNNING {to_running:.2f}s"
     )
     print(result)
 
