@@ -240,6 +240,7 @@ def _commit(
     removes: list[RemoveAction],
     properties: dict[str, Any],
     strict: bool,
+    replace_all: bool = False,
 ) -> int:
     """Commit and return the new version; CommitConflictError when another writer got in between."""
     read_version = dt.version() if dt is not None else None
@@ -255,10 +256,22 @@ def _commit(
                 commit_properties=commit_props,
             )
             return 0
+        if plan.evolves and replace_all:
+            # Overwrite mode derives the removes itself (every file of this snapshot, the same set as
+            # `removes`) and, unlike append mode, writes the new schema: one atomic commit.
+            dt.create_write_transaction(
+                adds,
+                "overwrite",
+                to_delta_schema(plan.target),
+                partition_by=list(parts) or None,
+                commit_properties=CommitProperties(max_commit_retries=0, **properties),
+            )
+            return dt.version() + 1
         if plan.evolves:
-            # delta-rs ignores a changed schema in create_write_transaction (verified in 1.6.6), so the
-            # new nullable columns are added by a metadata-only commit just before the data commit.
-            # That intermediate version is a valid table (old rows, new columns null).
+            # In append mode delta-rs 1.6.6 silently ignores a changed schema (and RemoveActions are
+            # only allowed in append mode), so the new nullable columns are added by a metadata-only
+            # commit just before the data commit. That intermediate version is a valid table (old
+            # rows, new columns null) and a retry after a failed data commit sees no evolution left.
             dt.alter.add_columns(
                 [Field.from_json(_json(f)) for f in plan.new_fields],
                 commit_properties=CommitProperties(
@@ -401,6 +414,7 @@ def write_delta(
             _remove_actions(removes, now_ms),
             properties,
             strict,
+            replace_all=mode == "overwrite",
         )
         committed = True
     finally:

@@ -104,3 +104,24 @@ def test_concurrent_blind_appends_both_land(spark, tmp_lake: Path, monkeypatch: 
     result = write_delta(spark.createDataFrame([(3, "c")], SCHEMA), table)
     assert result.version == 2
     assert sorted(r.id for r in read_spark(spark, table).collect()) == [1, 2, 3]
+
+
+def test_failed_spark_job_leaves_no_version_and_no_files(spark, tmp_lake: Path) -> None:
+    from pyspark.errors import PySparkException
+    from pyspark.sql import functions as F
+
+    table = tmp_lake / "failing"
+    write_delta(spark.createDataFrame([(1, "a")], SCHEMA), table)
+    files_before = data_files_on_disk(table)
+    bad = spark.range(3).select(
+        F.when(F.col("id") == 2, F.raise_error(F.lit("boom")))
+        .otherwise(F.col("id"))
+        .cast("long")
+        .alias("id"),
+        F.lit("b").alias("part"),
+    )
+    with pytest.raises(PySparkException, match="boom"):
+        write_delta(bad, table, mode="overwrite")
+    assert table_version(table) == 0
+    assert data_files_on_disk(table) == files_before
+    assert not list((table / "_staging").glob("*"))

@@ -63,6 +63,14 @@ def test_schema_evolution_adds_a_nullable_column(spark, table: Path) -> None:
         write_delta(spark.createDataFrame([(4, "eu", 1.0)], "id long, region string, amount double"), table)
 
 
+def test_schema_evolution_with_overwrite_is_one_commit(spark, table: Path) -> None:
+    wider = spark.createDataFrame([(7, "us", 1.5, 3)], "id long, region string, amount double, qty int")
+    result = write_delta(wider, table, mode="overwrite", schema_evolution=True)
+    assert result.version == 1 and table_version(table) == 1
+    assert [tuple(r) for r in read_spark(spark, table).collect()] == [(7, "us", 1.5, 3)]
+    assert read_spark(spark, table, version=0).columns == ["id", "region", "amount"]
+
+
 def test_column_order_and_nullability_do_not_matter(spark, table: Path) -> None:
     reordered = spark.range(5, 6).select(F.lit(99.0).alias("amount"), F.lit("eu").alias("region"), "id")
     assert not reordered.schema["id"].nullable  # spark.range ids are non-null; the table's are nullable
