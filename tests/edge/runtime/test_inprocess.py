@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -243,3 +244,99 @@ def test_start_twice_is_an_error(kafka_broker, make_topic, unique_name, tmp_path
             app.start()
     finally:
         app.close(20)
+
+
+# -- DSL, restore visibility, whole-application shutdown --------------------------------------------------
+def test_dsl_word_count_with_repartition_topic(kafka_broker, make_topic, unique_name, tmp_path, monkeypatch):
+    lines, out = make_topic("lines", 2), make_topic("wc", 2)
+    monkeypatch.setenv("EDGE_IN", lines)
+    monkeypatch.setenv("EDGE_OUT", out)
+    from tests.edge.runtime.apps.count_app import word_count
+
+    app_id = unique_name("app")
+    app = StreamsApp(word_count, _config(kafka_broker, app_id, tmp_path))
+    app.start()
+    try:
+        assert app.wait_until_running(30)
+        assert sorted(app.registry.tasks) == [(0, 0), (0, 1), (1, 0), (1, 1)]
+        produce(kafka_broker, lines, [(f"l{i}", b"the quick fox the end") for i in range(50)])
+        reader = OutputReader(kafka_broker, out, unique_name("reader"))
+        reader.wait_for(lambda r: r.latest().get("the") == 100 and r.latest().get("end") == 50, timeout=30)
+        with urllib.request.urlopen(f"http://{app.advertised_server}/v1/stores/word-counts/keys/the") as resp:
+            body = json.loads(resp.read())
+        assert body["value"]["value"] == 100
+        reader.close()
+    finally:
+        app.close(20)
+
+
+@pytest.mark.slow
+def test_queries_answer_503_while_restoring(kafka_broker, make_topic, unique_name, tmp_path, monkeypatch):
+    from benchmarks.edge_runtime_common import fill_changelog
+
+    src, out = make_topic("in", 2), make_topic("out", 2)
+    monkeypatch.setenv("EDGE_IN", src)
+    monkeypatch.setenv("EDGE_OUT", out)
+    from tests.edge.runtime.apps.count_app import counts
+
+    app_id = unique_name("app")
+    first = StreamsApp(counts, _config(kafka_broker, app_id, tmp_path / "a"))
+    first.start()
+    assert first.wait_until_running(30)
+    first.close(20)
+    fill_changelog(kafka_broker, f"{app_id}-counts-changelog", 2, 150_000)
+    app = StreamsApp(counts, _config(kafka_broker, app_id, tmp_path / "b"))
+    app.start()
+    statuses: list[int] = []
+    restoring_seen = False
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(
+                    f"http://{app.advertised_server}/v1/stores/counts/keys/key-00000001"
+                ) as r:
+                    statuses.append(r.status)
+                    break
+            except urllib.error.HTTPError as exc:
+                statuses.append(exc.code)
+                if exc.code == 503:
+                    assert exc.headers["Retry-After"] == "1"
+            with urllib.request.urlopen(f"http://{app.advertised_server}/metrics") as r:
+                restoring_seen |= "streamhouse_edge_restoring{" in (text := r.read().decode()) and any(
+                    line.startswith("streamhouse_edge_restoring{") and line.endswith(" 1")
+                    for line in text.splitlines()
+                )
+            time.sleep(0.05)
+        assert 503 in statuses and statuses[-1] == 200, statuses
+        assert restoring_seen
+        assert app.reader.total_restored == 300_000
+    finally:
+        app.close(20)
+
+
+@pytest.mark.slow
+def test_shutdown_application_stops_every_instance(kafka_broker, make_topic, unique_name, tmp_path):
+    src, out = make_topic("in", 1), make_topic("out", 1)
+    t = Topology()
+    t.add_source("src", src, key_serde=Serdes.string(), value_serde=Serdes.string())
+    t.add_processor("p", _Exploding, "src")
+    t.add_sink("sink", out, "p", key_serde=Serdes.string(), value_serde=Serdes.string())
+    app_id = unique_name("app")
+    apps = [
+        StreamsApp(t, _config(kafka_broker, app_id, tmp_path / name, **{"metadata.interval.ms": 300}))
+        for name in ("a", "b")
+    ]
+    for app in apps:
+        app.set_uncaught_exception_handler(lambda exc: "shutdown_application")
+        app.start()
+    try:
+        for app in apps:
+            assert app.wait_until_running(30)
+        time.sleep(1.0)  # both see each other's metadata
+        produce(kafka_broker, src, [("k", b"boom")])
+        states = sorted(app.wait(30).value for app in apps)
+        assert states == ["ERROR", "NOT_RUNNING"], states
+    finally:
+        for app in apps:
+            app.close(20)

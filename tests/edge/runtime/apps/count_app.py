@@ -51,3 +51,19 @@ def counts() -> Topology:
 
 def cached_counts() -> Topology:
     return _build(caching=True)
+
+
+def word_count():  # type: ignore[no-untyped-def]
+    """DSL word count: ``group_by`` word -> a repartition topic -> ``count`` into ``word-counts``."""
+    from edge.dsl import Consumed, Grouped, Produced, StreamsBuilder
+
+    builder = StreamsBuilder()
+    (
+        builder.stream(os.environ["EDGE_IN"], Consumed.with_(Serdes.string(), Serdes.string()))
+        .flat_map_values(str.split)
+        .group_by(lambda _key, word: word, Grouped.with_(Serdes.string(), Serdes.string()))
+        .count(materialized="word-counts")
+        .to_stream()
+        .to(os.environ["EDGE_OUT"], Produced.with_(Serdes.string(), Serdes.long()))
+    )
+    return builder
