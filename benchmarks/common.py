@@ -111,6 +111,25 @@ def produce_all(producer: Producer, topic: str, records: Iterable[tuple[bytes, b
     return n
 
 
+TIERS = ("free", "silver", "gold", "platinum")
+REGIONS = ("eu-west", "eu-north", "us-east", "us-west", "ap-south")
+
+
+def prepare_table(client: KafkaClientConfig, topic: str, keys: int = DEFAULT_KEYS) -> dict[str, Any]:
+    """The enrichment table: one JSON profile per key, produced once (timestamps older than any event)."""
+    ensure_topics(client, [topic])
+    have = sum(end_offsets(client, topic))
+    if have >= keys:
+        return {"topic": topic, "rows": have, "produced_now": False}
+    dumps = orjson.dumps
+    rows = (
+        (event_key(k), dumps({"tier": TIERS[k % 4], "region": REGIONS[k % 5], "since": 2010 + k % 15}))
+        for k in range(keys)
+    )
+    n = produce_all(Producer(bulk_producer_config(client)), topic, rows)
+    return {"topic": topic, "rows": n, "produced_now": True}
+
+
 def ensure_topics(
     client: KafkaClientConfig, names: Sequence[str], partitions: int = 1, **config: str
 ) -> None:

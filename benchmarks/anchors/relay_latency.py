@@ -28,10 +28,14 @@ from typing import Any
 import orjson
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
 
+from benchmarks.common import DEFAULT_KEYS, event_key
 from edge.kafka import BrokerProfile, KafkaClientConfig
 
 SYSTEM = "raw-relay"
 WORKLOAD = "relay-latency"
+#: The same harness with the Streamhouse enrichment app in the middle (role "app").
+APP_SYSTEM = "streamhouse-edge"
+APP_WORKLOAD = "enrichment-latency"
 
 #: Each entry: name -> (consumer overrides, producer overrides), applied on top of the embedded profile.
 #: The baseline is the profile as shipped (fetch.wait.max.ms=10, librdkafka's linger.ms=5, Nagle on).
@@ -94,6 +98,45 @@ def relay_main(client: KafkaClientConfig, a: argparse.Namespace) -> None:
     print({"relayed": relayed}, flush=True)
 
 
+def app_main(client: KafkaClientConfig, a: argparse.Namespace) -> None:
+    """The Streamhouse enrichment app in place of the relay: same hops, same client overrides."""
+    import threading
+
+    from benchmarks.systems.streamhouse_count import build_enrichment_topology
+    from edge.runtime import State, StreamsApp, StreamsConfig
+
+    extra: dict[str, Any] = {}
+    if a.poll_ms is not None:
+        extra["poll_ms"] = a.poll_ms
+    cfg = StreamsConfig(
+        application_id=a.group,
+        bootstrap_servers=client.bootstrap_servers,
+        broker_profile=client.profile,
+        state_dir=Path(a.state_dir),
+        consumer_overrides=json.loads(a.consumer_overrides),
+        producer_overrides=json.loads(a.producer_overrides),
+        http_enabled=False,
+        **extra,
+    )
+    app = StreamsApp(build_enrichment_topology(a.input, a.table, a.output), cfg)
+    stop = threading.Event()
+    app.add_state_listener(
+        lambda new, old: stop.set() if new in (State.ERROR, State.NOT_RUNNING, State.PENDING_ERROR) else None
+    )
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    app.start()
+    deadline = time.monotonic() + a.max_s
+    # Ready once the whole table is loaded (its rows are processed records too), so no event races it.
+    while not stop.is_set() and time.monotonic() < deadline:
+        if app.state is State.RUNNING and app.stats.records_processed >= a.table_rows:
+            _write_json(a.ready, {"running": True, "table_rows": app.stats.records_processed})
+            break
+        time.sleep(0.02)
+    stop.wait(max(0.0, deadline - time.monotonic()))
+    app.close(30)
+    print({"processed": app.stats.records_processed, "error": repr(app.error)}, flush=True)
+
+
 def sink_main(client: KafkaClientConfig, a: argparse.Namespace) -> None:
     # SIGTERM from the harness (records missing) still writes what was measured.
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
@@ -125,7 +168,7 @@ def sink_main(client: KafkaClientConfig, a: argparse.Namespace) -> None:
 
 def child_main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("role", choices=["relay", "sink"])
+    ap.add_argument("role", choices=["relay", "sink", "app"])
     ap.add_argument("--bootstrap", required=True)
     ap.add_argument("--profile", default="embedded")
     ap.add_argument("--input", required=True)
@@ -138,9 +181,13 @@ def child_main(argv: list[str] | None = None) -> int:
     ap.add_argument("--stats", default="")
     ap.add_argument("--consumer-overrides", default="{}")
     ap.add_argument("--producer-overrides", default="{}")
+    ap.add_argument("--table", default="")
+    ap.add_argument("--table-rows", type=int, default=0)
+    ap.add_argument("--state-dir", default="")
+    ap.add_argument("--poll-ms", type=int, default=None)
     a = ap.parse_args(argv)
     client = KafkaClientConfig(a.bootstrap, BrokerProfile(a.profile))
-    (relay_main if a.role == "relay" else sink_main)(client, a)
+    {"relay": relay_main, "sink": sink_main, "app": app_main}[a.role](client, a)
     return 0
 
 
@@ -157,7 +204,8 @@ def generate(producer: Producer, topic: str, events: int, rate: float, pad: byte
         delay = target - time.perf_counter()
         if delay > 0:
             time.sleep(delay)
-        producer.produce(topic, dumps({"seq": i, "ts_ns": now_ns(), "pad": pad.decode()}), b"k%d" % (i % 100))
+        value = dumps({"seq": i, "ts_ns": now_ns(), "pad": pad.decode()})
+        producer.produce(topic, value, event_key(i % DEFAULT_KEYS))
         producer.poll(0)
     elapsed = time.perf_counter() - t0
     producer.flush(30)
@@ -175,8 +223,13 @@ def run_one(
     rate: float,
     duration_s: float,
     warmup_s: float,
+    role: str = "relay",
+    table: tuple[str, int] | None = None,
+    poll_ms: int | None = None,
 ) -> dict[str, Any]:
     from benchmarks.common import ensure_topics, percentiles, result, start_child
+
+    system, workload = (SYSTEM, WORKLOAD) if role == "relay" else (APP_SYSTEM, APP_WORKLOAD)
 
     tag = "".join(ch if ch.isalnum() else "-" for ch in name)
     topic_in, topic_out = f"bench-{run_id}-relay-{tag}-in", f"bench-{run_id}-relay-{tag}-out"
@@ -195,19 +248,27 @@ def run_one(
         "--producer-overrides", json.dumps(producer_overrides),
     ]  # fmt: skip
     mod = [sys.executable, "-m", "benchmarks.anchors.relay_latency"]
-    relay = start_child([*mod, "relay", *common_args, "--ready", str(files["relay.ready"])],
-                        workdir / f"{run_id}-relay-{tag}-relay.log")  # fmt: skip
+    middle = [*mod, role, *common_args, "--ready", str(files["relay.ready"])]
+    if role == "app":
+        assert table is not None
+        middle += ["--table", table[0], "--table-rows", str(table[1]),
+                   "--state-dir", str(workdir / f"{run_id}-relay-{tag}-state")]  # fmt: skip
+        if poll_ms is not None:
+            middle += ["--poll-ms", str(poll_ms)]
+    relay = start_child(middle, workdir / f"{run_id}-relay-{tag}-{role}.log")
     sink = start_child(
         [*mod, "sink", *common_args, "--ready", str(files["sink.ready"]), "--stats", str(files["sink.json"])],
         workdir / f"{run_id}-relay-{tag}-sink.log",
     )
-    settings = {"consumer": consumer_overrides, "producer": producer_overrides}
+    settings: dict[str, Any] = {"consumer": consumer_overrides, "producer": producer_overrides}
+    if poll_ms is not None:
+        settings["runtime"] = {"poll.ms": poll_ms}
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 60
         while not (files["relay.ready"].exists() and files["sink.ready"].exists()):
             if time.monotonic() > deadline or not relay.alive() or not sink.alive():
                 raise RuntimeError(
-                    f"relay/sink not ready after 30 s\nrelay: {relay.log_tail()}\nsink: {sink.log_tail()}"
+                    f"{role}/sink not ready after 60 s\n{role}: {relay.log_tail()}\nsink: {sink.log_tail()}"
                 )
             time.sleep(0.05)
         producer = Producer(client.producer(**producer_overrides))
@@ -221,19 +282,19 @@ def run_one(
     except Exception as exc:
         relay.finish(timeout_s=5, terminate=True)
         sink.finish(timeout_s=5, terminate=True)
-        return result(SYSTEM, WORKLOAD, 0, None, status="failed", config=name, reason=str(exc),
+        return result(system, workload, 0, None, status="failed", config=name, reason=str(exc),
                       settings=settings)  # fmt: skip
     stats = json.loads(files["sink.json"].read_text()) if files["sink.json"].exists() else {}
     lat_ms = [u / 1000 for u in stats.get("latencies_us", [])]
     if not lat_ms:
         reason = f"sink received nothing\nrelay: {relay.log_tail()}\nsink: {sink.log_tail()}"
         return result(
-            SYSTEM, WORKLOAD, 0, None, status="failed", config=name, settings=settings, reason=reason
+            system, workload, 0, None, status="failed", config=name, settings=settings, reason=reason
         )
     pct = percentiles(lat_ms, (50, 90, 99, 99.9))
     wall = warmup_s + duration_s
     return result(
-        SYSTEM, WORKLOAD, len(lat_ms), achieved,
+        system, workload, len(lat_ms), achieved,
         config=name, settings=settings, target_rate=rate, warmup_events=warm,
         received=stats.get("received"), lost=total - stats.get("received", 0),
         p50_ms=round(pct["p50"], 2), p90_ms=round(pct["p90"], 2), p99_ms=round(pct["p99"], 2),
@@ -278,8 +339,15 @@ def bench(
     warmup_s: float = 1.0,
     configs: dict[str, tuple[dict[str, Any], dict[str, Any]]] | None = None,
     repeats: int = 3,
+    role: str = "relay",
+    table: tuple[str, int] | None = None,
+    poll_ms: dict[str, int] | None = None,
 ) -> list[dict[str, Any]]:
-    """Sweep the configurations, then repeat baseline/tuned until each has ``repeats`` runs."""
+    """Sweep the configurations, then repeat baseline/tuned until each has ``repeats`` runs.
+
+    ``role="app"`` puts the Streamhouse enrichment app (table ``(topic, rows)``) where the relay was;
+    ``poll_ms`` optionally sets the runtime's ``poll.ms`` per configuration name.
+    """
     configs = configs or CONFIGS
     order = list(configs)
     order += [n for _ in range(repeats - 1) for n in REPEATED if n in configs]
@@ -287,8 +355,8 @@ def bench(
     for i, name in enumerate(order):
         cons, prod = configs[name]
         r = run_one(client, workdir, f"{run_id}{i}", name, cons, prod, rate=rate, duration_s=duration_s,
-                    warmup_s=warmup_s)  # fmt: skip
-        print(f"  relay {name:<22} p50 {r.get('p50_ms')} ms  p99 {r.get('p99_ms')} ms  "
+                    warmup_s=warmup_s, role=role, table=table, poll_ms=(poll_ms or {}).get(name))  # fmt: skip
+        print(f"  {role} {name:<22} p50 {r.get('p50_ms')} ms  p99 {r.get('p99_ms')} ms  "
               f"relay cpu {r.get('relay_cpu_pct')}%", flush=True)  # fmt: skip
         runs[name].append(r)
     out = [aggregate(n, rs) for n, rs in runs.items()]

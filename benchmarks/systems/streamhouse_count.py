@@ -46,12 +46,39 @@ def build_topology(input_topic: str, output_topic: str) -> Any:
     return b.build()
 
 
+def enrich(event: dict[str, Any], user: dict[str, Any] | None) -> dict[str, Any]:
+    """The joiner: the event plus the user's tier and region (None when the user is not in the table)."""
+    if user is None:
+        return {**event, "tier": None, "region": None}
+    return {**event, "tier": user["tier"], "region": user["region"]}
+
+
+def build_enrichment_topology(input_topic: str, table_topic: str, output_topic: str) -> Any:
+    """stream(events) LEFT JOIN table(users) on the key -> enriched JSON; one output per input.
+
+    A left join so that events racing ahead of their table row still produce one output (the runtime
+    does not order records across the two topics by timestamp); the matched share is reported.
+    """
+    from edge.dsl import Consumed, Materialized, Produced, StreamsBuilder
+    from edge.serde import Serdes
+
+    b = StreamsBuilder()
+    users = b.table(table_topic, Consumed.with_(Serdes.string(), Serdes.json()), Materialized.as_("users"))
+    (
+        b.stream(input_topic, Consumed.with_(Serdes.string(), Serdes.json()))
+        .left_join(users, enrich)
+        .to(output_topic, Produced.with_(Serdes.string(), Serdes.json()))
+    )
+    return b.build()
+
+
 def availability() -> str | None:
     """None if the edge runtime and DSL import and a count topology builds; otherwise the reason."""
     try:
         from edge.runtime import StreamsApp, StreamsConfig  # noqa: F401
 
         build_topology("bench-probe-in", "bench-probe-out")
+        build_enrichment_topology("bench-probe-in", "bench-probe-table", "bench-probe-out")
     except Exception as exc:
         return f"{type(exc).__name__}: {exc}"
     return None
@@ -72,6 +99,8 @@ def child_main(argv: list[str] | None = None) -> int:
     ap.add_argument("--guarantee", default="at_least_once")
     ap.add_argument("--commit-interval-ms", type=int, required=True)
     ap.add_argument("--restore-probe", action="store_true", help="exit once RUNNING (after restoring)")
+    ap.add_argument("--app", choices=["count", "enrich"], default="count")
+    ap.add_argument("--table", default="", help="table topic of the enrich app")
     a = ap.parse_args(argv)
 
     from benchmarks.common import write_stats_file
@@ -87,7 +116,12 @@ def child_main(argv: list[str] | None = None) -> int:
         commit_interval_ms=a.commit_interval_ms,
         http_enabled=False,
     )
-    app = StreamsApp(build_topology(a.input, a.output), cfg)
+    topology = (
+        build_topology(a.input, a.output)
+        if a.app == "count"
+        else build_enrichment_topology(a.input, a.table, a.output)
+    )
+    app = StreamsApp(topology, cfg)
     stats: dict[str, Any] = {}
     stop = threading.Event()
 
@@ -145,6 +179,8 @@ def _run(
     guarantee: str,
     commit_interval_ms: int,
     instances: int = 1,
+    app: str = "count",
+    table_topic: str = "",
 ) -> dict[str, Any]:
     from benchmarks.common import (
         ChildRun,
@@ -166,7 +202,9 @@ def _run(
         "commit_interval_ms": commit_interval_ms,
         "instances": instances,
         "input_partitions": parts,
-        "state": "RocksDB store 'counts' (caching disabled) with changelog",
+        "state": "RocksDB store 'counts' (caching disabled) with changelog"
+        if app == "count"
+        else "RocksDB table store 'users' (from the table topic), left join",
     }
     children: list[ChildRun] = []
     stats_files = []
@@ -181,6 +219,7 @@ def _run(
             "--input", input_topic, "--output", output, "--app-id", f"bench-{tag}",
             "--state-dir", str(workdir / f"{tag}-state-{i}"), "--stats", str(stats),
             "--guarantee", guarantee, "--commit-interval-ms", str(commit_interval_ms),
+            "--app", app, "--table", table_topic,
         ]  # fmt: skip
         children.append(start_child(cmd, workdir / f"{tag}-{i}.log"))
     eos = guarantee == "exactly_once_v2"
@@ -226,9 +265,32 @@ def _run(
     )  # fmt: skip
     if eos:
         obj["verification"] = {"note": "exactly-once output read with read_committed by the watcher"}
+    elif app == "enrich":
+        obj["verification"] = verify_enrichment(client, output, events)
     else:
         obj["verification"] = verify_counts(client, output, events)
     return obj
+
+
+def verify_enrichment(client: Any, topic: str, expected_events: int) -> dict[str, Any]:
+    import orjson
+
+    from benchmarks.common import consume_until_eof
+
+    matched = [0]
+
+    def handle(batch: list[Any]) -> None:
+        for m in batch:
+            if orjson.loads(m.value()).get("tier") is not None:
+                matched[0] += 1
+
+    records = consume_until_eof(client, topic, timeout_s=180, handle=handle)
+    return {
+        "output_records": records,
+        "matched": matched[0],
+        "matched_share": round(matched[0] / records, 4) if records else None,
+        "correct": records >= expected_events,
+    }
 
 
 def _partitions(client: Any, topic: str) -> list[int]:
@@ -262,6 +324,22 @@ def bench(
     return _run(
         client, input_topic, events, workdir, run_id, timeout_s,
         workload="count", guarantee="at_least_once", commit_interval_ms=int(COMMIT_INTERVAL_S * 1000),
+    )  # fmt: skip
+
+
+def bench_enrichment(
+    client: Any, input_topic: str, table_topic: str, events: int, workdir: Path, run_id: str, timeout_s: float
+) -> dict[str, Any]:
+    """Stream-table enrichment throughput: the count input joined with the 10k-row user table."""
+    from benchmarks.common import COMMIT_INTERVAL_S, not_available
+
+    reason = availability()
+    if reason:
+        return not_available(SYSTEM, "enrichment", events, reason)
+    return _run(
+        client, input_topic, events, workdir, run_id, timeout_s, workload="enrichment",
+        guarantee="at_least_once", commit_interval_ms=int(COMMIT_INTERVAL_S * 1000), app="enrich",
+        table_topic=table_topic,
     )  # fmt: skip
 
 
