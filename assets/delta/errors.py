@@ -6,12 +6,7 @@ asset failure in Dagster reads as an instruction rather than a delta-rs stack tr
 
 from __future__ import annotations
 
-try:  # The project-wide base lives with the orchestration layer once it exists.
-    from orchestration.errors import StreamhouseError  # type: ignore[import-not-found]
-except ImportError:  # pragma: no cover - depends on what other packages are present
-
-    class StreamhouseError(Exception):  # type: ignore[no-redef]
-        """Base class for errors a Streamhouse user can cause and fix."""
+from edge.errors import StreamhouseError  # the project-wide base, shared with edge and orchestration
 
 
 class DeltaLayerError(StreamhouseError):

@@ -9,6 +9,7 @@ instead of being silently rebased; on any failure the moved files are deleted ag
 
 from __future__ import annotations
 
+import logging
 import os
 import posixpath
 import time
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from deltalake import CommitProperties, DeltaTable, Field, Transaction
 from deltalake.exceptions import CommitFailedError, DeltaError
+from deltalake.exceptions import TableNotFoundError as DeltaTableNotFound
 from deltalake.transaction import AddAction, RemoveAction, create_table_with_add_actions
 
 from assets.delta.errors import (
@@ -48,6 +50,8 @@ from assets.delta.staging import StagedFile, discard, new_staging, publish, remo
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
+log = logging.getLogger(__name__)
+COMMIT_ID_KEY = "streamhouse.commitId"
 WriteMode = Literal["append", "overwrite", "overwrite_where", "merge"]
 _MODES = ("append", "overwrite", "overwrite_where", "merge")
 # commitInfo keys delta-rs generates or type-checks; user metadata with these names is namespaced.
@@ -277,7 +281,7 @@ def _commit(
                 commit_properties=CommitProperties(
                     max_commit_retries=0,
                     custom_metadata={
-                        **properties.get("custom_metadata", {}),
+                        **{k: v for k, v in properties["custom_metadata"].items() if k != COMMIT_ID_KEY},
                         "streamhouse.step": "schema_evolution",
                     },
                 ),
@@ -298,9 +302,9 @@ def _commit(
         # delta-rs may have rebased a blind append past concurrent commits and does not refresh the
         # handle: find our commit by its id.
         dt.update_incremental()
-        commit_id = properties["custom_metadata"].get("streamhouse.commitId")
+        commit_id = properties["custom_metadata"].get(COMMIT_ID_KEY)
         for info in dt.history(limit=dt.version() - expected + 2):
-            if info.get("streamhouse.commitId") == commit_id:
+            if info.get(COMMIT_ID_KEY) == commit_id:
                 return int(info["version"])
         return dt.version()
     except CommitFailedError as exc:
@@ -309,6 +313,23 @@ def _commit(
         if dt is None and DeltaTable.is_deltatable(location.uri):  # lost a race creating the table
             raise _conflict(location, read_version, exc) from exc
         raise
+
+
+def _find_commit(location: TableLocation, read_version: int | None, commit_id: str) -> int | None:
+    """Version carrying `commit_id` (>= 0), -1 when provably absent, None when the log is unreadable."""
+    try:
+        dt = DeltaTable(location.uri)
+        newer = dt.version() - (read_version if read_version is not None else -1)
+        if newer <= 0:
+            return -1
+        for info in dt.history(limit=newer):
+            if info.get(COMMIT_ID_KEY) == commit_id:
+                return int(info["version"])
+        return -1
+    except DeltaTableNotFound:
+        return -1
+    except Exception:
+        return None
 
 
 def _json(field: dict[str, Any]) -> str:
@@ -390,35 +411,46 @@ def write_delta(
 
     column_types = primitive_column_types(plan.target, exclude=set(parts))
     staging = new_staging(location)
+    commit_id = staging.write_id
     moved: list[str] = []
-    committed = False
+    keep_files = False
     try:
         staged = write_staged(data, staging, parts, column_types)
         moved = publish(staging, staged)
         now_ms = int(time.time() * 1000)
         metadata = _commit_metadata(mode, commit_metadata, read_version)
-        properties: dict[str, Any] = {
-            "custom_metadata": {**metadata, "streamhouse.commitId": staging.write_id}
-        }
+        properties: dict[str, Any] = {"custom_metadata": {**metadata, COMMIT_ID_KEY: commit_id}}
         if app_transactions:
             properties["app_transactions"] = [
                 Transaction(t.app_id, t.version, now_ms) for t in app_transactions
             ]
         strict = bool(removes) or mode != "append" or bool(app_transactions) or plan.evolves
-        version = _commit(
-            location,
-            dt,
-            plan,
-            parts,
-            _add_actions(staged, now_ms),
-            _remove_actions(removes, now_ms),
-            properties,
-            strict,
-            replace_all=mode == "overwrite",
-        )
-        committed = True
+        try:
+            version = _commit(
+                location,
+                dt,
+                plan,
+                parts,
+                _add_actions(staged, now_ms),
+                _remove_actions(removes, now_ms),
+                properties,
+                strict,
+                replace_all=mode == "overwrite",
+            )
+        except BaseException as exc:
+            # Ambiguous: the log entry may have been written before the error (post-commit hook, I/O
+            # error on the response, ...). Deleting files a version references would corrupt the table,
+            # so only delete when our commit id is provably absent from the log.
+            found = _find_commit(location, read_version, commit_id)
+            if found is None or found >= 0:
+                keep_files = True
+            if found is None or found < 0 or not isinstance(exc, Exception):
+                raise
+            log.warning("write to %s committed version %s but then failed: %s", location.uri, found, exc)
+            version = found
+        keep_files = True
     finally:
-        if not committed:
+        if not keep_files:
             discard(location, moved)
         remove_staging(staging)
     return CommitResult(

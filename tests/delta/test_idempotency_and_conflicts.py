@@ -125,3 +125,31 @@ def test_failed_spark_job_leaves_no_version_and_no_files(spark, tmp_lake: Path) 
     assert table_version(table) == 0
     assert data_files_on_disk(table) == files_before
     assert not list((table / "_staging").glob("*"))
+
+
+def test_error_after_the_log_entry_keeps_the_committed_files(
+    spark, tmp_lake: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failure *after* delta-rs wrote the version (e.g. a post-commit hook) must not delete its files."""
+    table = tmp_lake / "post_commit_failure"
+    write_delta(spark.createDataFrame([(1, "a")], SCHEMA), table)
+    real_commit = writer_module._commit
+
+    def commit_then_fail(*args, **kwargs):
+        real_commit(*args, **kwargs)
+        raise OSError("connection reset after the commit was written")
+
+    monkeypatch.setattr(writer_module, "_commit", commit_then_fail)
+    result = write_delta(spark.createDataFrame([(2, "b")], SCHEMA), table, mode="overwrite")
+    assert result.version == 1 and not result.skipped
+    assert [r.id for r in read_spark(spark, table).collect()] == [2]  # every referenced file exists
+
+    def fail_before_commit(*args, **kwargs):
+        raise OSError("network down before the commit")
+
+    monkeypatch.setattr(writer_module, "_commit", fail_before_commit)
+    files_before = data_files_on_disk(table)
+    with pytest.raises(OSError, match="network down"):
+        write_delta(spark.createDataFrame([(3, "c")], SCHEMA), table)
+    assert data_files_on_disk(table) == files_before  # uncommitted files were removed
+    assert table_version(table) == 1
