@@ -25,6 +25,7 @@ class Lakehouse:
     prefix: str
     lake: Path
     instance: DagsterInstance
+    resources: dict
 
     def uri(self, layer: str, name: str) -> str:
         return f"{self.lake}/{layer}/{name}"
@@ -36,7 +37,7 @@ class Lakehouse:
 @pytest.fixture
 def lakehouse(kafka_broker: KafkaClientConfig, spark, tmp_lake: Path) -> Callable[..., Lakehouse]:
     from orchestration.definitions import build_definitions
-    from orchestration.resources import ExistingSparkResource
+    from orchestration.resources import ExistingSparkResource, build_resources
     from orchestration.settings import Settings
 
     def _make(**resource_overrides) -> Lakehouse:
@@ -46,9 +47,9 @@ def lakehouse(kafka_broker: KafkaClientConfig, spark, tmp_lake: Path) -> Callabl
             bootstrap_servers=kafka_broker.bootstrap_servers,
             lake_root=tmp_lake,
         )
-        defs = build_definitions(
-            settings, topic_prefix=prefix, spark=ExistingSparkResource(), **resource_overrides
-        )
-        return Lakehouse(defs, kafka_broker, prefix, tmp_lake, DagsterInstance.ephemeral())
+        overrides = {"topic_prefix": prefix, "spark": ExistingSparkResource(), **resource_overrides}
+        defs = build_definitions(settings, **overrides)
+        resources = build_resources(settings, **overrides)
+        return Lakehouse(defs, kafka_broker, prefix, tmp_lake, DagsterInstance.ephemeral(), resources)
 
     return _make
