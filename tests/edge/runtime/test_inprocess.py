@@ -340,3 +340,38 @@ def test_shutdown_application_stops_every_instance(kafka_broker, make_topic, uni
     finally:
         for app in apps:
             app.close(20)
+
+
+def test_corrupt_checkpoint_and_store_are_rebuilt_from_changelog(
+    kafka_broker, make_topic, unique_name, tmp_path, monkeypatch
+):
+    src, out = make_topic("in", 2), make_topic("out", 2)
+    monkeypatch.setenv("EDGE_IN", src)
+    monkeypatch.setenv("EDGE_OUT", out)
+    from tests.edge.runtime.apps.count_app import counts
+
+    app_id = unique_name("app")
+    cfg = _config(kafka_broker, app_id, tmp_path)
+    app = StreamsApp(counts, cfg)
+    app.start()
+    assert app.wait_until_running(30)
+    produce(kafka_broker, src, [(f"k{i % 7}", i) for i in range(140)])
+    reader = OutputReader(kafka_broker, out, unique_name("reader"))
+    reader.wait_for(lambda r: len(r.records) >= 140)
+    reader.close()
+    app.close(20)
+    task_dirs = tmp_path / app_id
+    (task_dirs / "0_0" / ".checkpoint").write_text("garbage\n")
+    (task_dirs / "0_1" / "rocksdb" / "counts" / "CURRENT").write_text("garbage\n")
+    app = StreamsApp(counts, cfg)
+    app.start()
+    try:
+        assert app.wait_until_running(30)
+        assert app.reader.total_restored == 140  # both tasks rebuilt from offset 0
+        for key in range(7):
+            with urllib.request.urlopen(
+                f"http://{app.advertised_server}/v1/stores/counts/keys/k{key}"
+            ) as resp:
+                assert json.loads(resp.read())["value"] == 20
+    finally:
+        app.close(20)

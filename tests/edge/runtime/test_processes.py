@@ -25,6 +25,19 @@ def test_count_at_least_once_exact_and_sigterm(kafka_broker, make_topic, unique_
     assert len(reader.records) == len(batch)  # one output per input, no duplicates
     assert reader.latest() == expected_counts(batch)
     assert a.metric("streamhouse_edge_records_processed_total") == len(batch)
+    # consumer lag per input partition (from the consumer's statistics, refreshed every 2 s)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        lag = [
+            line
+            for line in a.get("/metrics")[1].splitlines()
+            if line.startswith("streamhouse_edge_consumer_lag{")
+        ]
+        if len(lag) == 4 and all(line.endswith(" 0") for line in lag):
+            break
+        time.sleep(0.3)
+    else:
+        raise AssertionError(f"no per-partition lag of 0: {lag}")
     started = time.monotonic()
     assert a.terminate(timeout=10) == 0
     assert time.monotonic() - started < 10
