@@ -10,7 +10,14 @@ from assets.delta.errors import (
     WriteOptionsError,
 )
 from assets.delta.maintenance import checkpoint, optimize, vacuum
-from assets.delta.reader import duckdb_relation, history, read_arrow, read_spark, table_version
+from assets.delta.reader import (
+    duckdb_relation,
+    history,
+    read_arrow,
+    read_spark,
+    table_schema,
+    table_version,
+)
 from assets.delta.snapshot import app_transaction_versions, table_exists
 from assets.delta.writer import AppTransaction, CommitResult, write_delta
 
@@ -32,6 +39,7 @@ __all__ = [
     "read_arrow",
     "read_spark",
     "table_exists",
+    "table_schema",
     "table_version",
     "vacuum",
     "write_delta",

@@ -10,17 +10,19 @@ from __future__ import annotations
 import functools
 import os
 import posixpath
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from assets.delta.location import TableLocation, resolve
+from assets.delta.partitions import normalize_where, partition_matches
 from assets.delta.snapshot import ActiveFile, active_files, open_table, partition_columns, schema_json
 
 if TYPE_CHECKING:
     import duckdb
     import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
 
 FILE_NAME_COL = "__streamhouse_file_name"
 
@@ -97,17 +99,52 @@ def _field(name: str, data_type: Any) -> dict[str, Any]:
     return {"name": name, "type": data_type, "nullable": True, "metadata": {}}
 
 
+def prune_files(
+    dt: Any,
+    files: Sequence[ActiveFile],
+    partitions: Mapping[str, object | Sequence[object]] | None,
+    table_uri: str,
+) -> list[ActiveFile]:
+    """Keep the files whose partition values satisfy `partitions` ({column: value or list of values},
+    same validation and typed matching as `write_delta(where=...)`; None means every file)."""
+    if partitions is None:
+        return list(files)
+    parts = partition_columns(dt)
+    types = {f["name"]: f["type"] for f in schema_json(dt)["fields"] if f["name"] in parts}
+    typed = normalize_where(partitions, types, table_uri=table_uri, version=dt.version())
+    return [f for f in files if partition_matches(f.partition_values, typed, types)]
+
+
 def read_spark(
     spark: SparkSession,
     table_uri: str | os.PathLike[str],
     *,
     version: int | None = None,
     timestamp: datetime | str | None = None,
+    partitions: Mapping[str, object | Sequence[object]] | None = None,
 ) -> DataFrame:
-    """The table (optionally time-travelled) as a Spark DataFrame with the Delta schema."""
+    """The table (optionally time-travelled) as a Spark DataFrame with the Delta schema.
+
+    `partitions` ({partition column: value or list of values, None = the null partition}) prunes the
+    file list before Spark sees it, so reading one day of a daily table scans only that day's files.
+    """
     location = resolve(table_uri)
     dt = open_table(location, version=version, timestamp=timestamp)
-    return read_files(spark, location, schema_json(dt), partition_columns(dt), active_files(dt))
+    files = prune_files(dt, active_files(dt), partitions, location.uri)
+    return read_files(spark, location, schema_json(dt), partition_columns(dt), files)
+
+
+def table_schema(
+    table_uri: str | os.PathLike[str],
+    *,
+    version: int | None = None,
+    timestamp: datetime | str | None = None,
+) -> StructType:
+    """The table's schema at a version as a Spark StructType, without reading any data."""
+    from pyspark.sql.types import StructType
+
+    dt = open_table(resolve(table_uri), version=version, timestamp=timestamp)
+    return StructType.fromJson(schema_json(dt))
 
 
 def read_arrow(

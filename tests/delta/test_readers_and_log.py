@@ -12,7 +12,16 @@ import duckdb
 import pyarrow.compute as pc
 import pytest
 
-from assets.delta import duckdb_relation, optimize, read_arrow, read_spark, table_exists, write_delta
+from assets.delta import (
+    PartitionFilterError,
+    duckdb_relation,
+    optimize,
+    read_arrow,
+    read_spark,
+    table_exists,
+    table_schema,
+    write_delta,
+)
 from tests.delta.helpers import log_actions, rows_of, spark_rows
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -106,3 +115,19 @@ def test_delta_log_is_portable(spark, table, tmp_path: Path) -> None:
     assert spark_rows(read_spark(spark, path)) == rows_of(
         read_arrow(path).to_pylist(), read_spark(spark, path).columns
     )
+
+
+def test_read_spark_prunes_partitions_and_schema_needs_no_data(spark, table) -> None:
+    path, columns = table
+    eu = read_spark(spark, path, partitions={"region": "eu"})
+    assert sorted(r.id for r in eu.collect()) == [1, 4]
+    assert eu.inputFiles() and all("region=eu" in f for f in eu.inputFiles())
+    nulls = read_spark(
+        spark, path, partitions={"region": [None], "day": [date(2024, 1, 1), date(2024, 1, 2)]}
+    )
+    assert sorted(r.id for r in nulls.collect()) == [0, 3]
+    assert read_spark(spark, path, partitions={"region": "nowhere"}).count() == 0
+    with pytest.raises(PartitionFilterError, match="not partition columns"):
+        read_spark(spark, path, partitions={"id": 1})
+    assert table_schema(path, version=0) == read_spark(spark, path, version=0).schema
+    assert table_schema(path).fieldNames() == columns
