@@ -67,23 +67,48 @@ def run_daily(
     ]
 
 
-def run_main_job(settings: Settings, *, bootstrap_servers: str, events: int) -> list[tuple[str, str]]:
-    """Produce ``events`` sample events, then bronze → silver → gold in-process; returns summary rows."""
+def run_main_job(
+    settings: Settings,
+    *,
+    bootstrap_servers: str,
+    events: int,
+    topic_prefix: str = "",
+    spark: Any = None,
+    seed: int | None = None,
+) -> list[tuple[str, str]]:
+    """Produce ``events`` sample events, then bronze → silver → gold in-process; returns summary rows.
+
+    Each call produces new events (fresh ids unless ``seed`` is given); bronze picks up only records
+    it has not committed yet, and only the affected days are recomputed.
+    """
+    import uuid
+
     from assets import sample_data
     from edge.kafka import KafkaClientConfig
 
     rows: list[tuple[str, str]] = []
     client = KafkaClientConfig(bootstrap_servers, settings.broker_profile, dict(settings.kafka))
     started = time.perf_counter()
-    data = sample_data.generate(events, invalid_ratio=0.002, duplicate_ratio=0.002, late_ratio=0.01)
-    counts = sample_data.produce(client, data)
+    run_id = uuid.uuid4().hex[:6]
+    data = sample_data.generate(
+        events,
+        seed=seed if seed is not None else 7,
+        id_prefix="" if seed is not None else f"{run_id}-",
+        invalid_ratio=0.002,
+        duplicate_ratio=0.002,
+        late_ratio=0.01,
+    )
+    counts = sample_data.produce(client, data, prefix=topic_prefix)
     rows.append(
         (
             "Produce",
             f"{sum(counts.values()):,} records to {', '.join(counts)} in {time.perf_counter() - started:.1f}s",
         )
     )
-    defs = build_definitions(settings, bootstrap_servers=bootstrap_servers)
+    overrides: dict[str, Any] = {"bootstrap_servers": bootstrap_servers, "topic_prefix": topic_prefix}
+    if spark is not None:
+        overrides["spark"] = spark
+    defs = build_definitions(settings, **overrides)
     instance = DagsterInstance.ephemeral()
     ingest = run_ingest(defs, instance)
     total = sum(ingest.records.values())

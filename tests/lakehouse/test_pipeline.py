@@ -1,27 +1,41 @@
-"""End to end through Dagster: sample data → bronze → silver → gold, with lineage metadata."""
+"""``run_main_job`` (what ``streamhouse demo`` calls) end to end, and the definitions load."""
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
-from assets import sample_data
 from assets.delta import read_arrow
-from orchestration.pipeline import run_daily, run_ingest
+from orchestration.pipeline import run_main_job
+from orchestration.resources import ExistingSparkResource
+from orchestration.settings import Settings
 
-pytestmark = [pytest.mark.broker, pytest.mark.spark, pytest.mark.slow]
+
+def test_definitions_load_with_jobs_schedules_and_sensor():
+    from orchestration.definitions import defs
+
+    assert {j for j in ("ingest_job", "daily_job", "maintenance_job") if defs.resolve_job_def(j)}
+    assert defs.resolve_sensor_def("bronze_to_daily")
+    assert defs.resolve_schedule_def("ingest_every_5_minutes")
+    keys = {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()}
+    assert {"bronze/orders", "silver/orders", "quarantine/orders", "gold/orders_enriched"} <= keys
 
 
-def test_ingest_then_daily(lakehouse):
-    lh = lakehouse()
-    data = sample_data.generate(2000, days=2, invalid_ratio=0.02, duplicate_ratio=0.02, customers=20)
-    sample_data.produce(lh.client, data, prefix=lh.prefix)
-    ingest = run_ingest(lh.defs, lh.instance)
-    assert ingest.result.success
-    assert ingest.records == {t: len(r) for t, r in data.records.items()}
-    days = ingest.affected_days
-    results = run_daily(lh.defs, days, lh.instance)
-    assert all(r.success for r in results)
-    orders = read_arrow(lh.uri("silver", "orders"))
-    assert orders.num_rows == 1000
-    q = read_arrow(lh.uri("quarantine", "orders"))
-    assert q.num_rows == data.injected["orders"]["invalid"]
+@pytest.mark.broker
+@pytest.mark.spark
+@pytest.mark.slow
+def test_run_main_job_summary(kafka_broker, spark, tmp_lake):
+    settings = Settings(
+        broker_profile=kafka_broker.profile, bootstrap_servers=kafka_broker.bootstrap_servers, lake_root=tmp_lake
+    )
+    rows = run_main_job(
+        settings,
+        bootstrap_servers=kafka_broker.bootstrap_servers,
+        events=600,
+        topic_prefix=f"main{uuid.uuid4().hex[:6]}.",
+        spark=ExistingSparkResource(),
+    )
+    steps = dict(rows)
+    assert {"Produce", "Bronze", "Silver + gold", "gold/revenue_tumbling_5m"} <= steps.keys()
+    assert read_arrow(str(tmp_lake / "gold" / "orders_enriched")).num_rows > 0

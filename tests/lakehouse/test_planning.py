@@ -1,0 +1,28 @@
+"""Fast checks (no broker, no Spark): sample data determinism and affected-partition planning."""
+
+from __future__ import annotations
+
+from assets import sample_data
+from orchestration.partitions import affected_days, contiguous_ranges
+
+
+def test_sample_data_is_deterministic_and_injects_bad_records():
+    a = sample_data.generate(1000, invalid_ratio=0.05, duplicate_ratio=0.05, late_ratio=0.1)
+    b = sample_data.generate(1000, invalid_ratio=0.05, duplicate_ratio=0.05, late_ratio=0.1)
+    assert a.records == b.records
+    assert a.injected["orders"] == {"late": a.injected["orders"]["late"], "invalid": 25, "duplicate": 25}
+    assert len(a.records["orders"]) == 500 + 25 + 25
+    payloads = list(a.payloads("orders"))
+    assert payloads.count(None) >= 1  # some are not even JSON
+    assert all(r.timestamp_ms > 0 for r in a.records["clicks"])
+
+
+def test_affected_days_cover_window_spill_and_profile_changes():
+    assert affected_days({"orders": ["2026-01-06"]}) == ["2026-01-05", "2026-01-06", "2026-01-07"]
+    days = affected_days({"orders": ["2026-01-09"], "customers": ["2026-01-06"]})
+    assert days == ["2026-01-06", "2026-01-07", "2026-01-08", "2026-01-09", "2026-01-10"]
+    assert affected_days({"orders": ["2020-01-01"]}) == []  # before the partitions start
+    assert contiguous_ranges(["2026-01-01", "2026-01-02", "2026-01-05"]) == [
+        ("2026-01-01", "2026-01-02"),
+        ("2026-01-05", "2026-01-05"),
+    ]
