@@ -4,6 +4,7 @@ from edge.runtime.app import StreamsApp, resolve_topology
 from edge.runtime.config import (
     AT_LEAST_ONCE,
     EXACTLY_ONCE_V2,
+    REPLACE_THREAD,
     SHUTDOWN_APPLICATION,
     SHUTDOWN_CLIENT,
     StreamsConfig,
@@ -14,6 +15,7 @@ from edge.runtime.state import State
 __all__ = [
     "AT_LEAST_ONCE",
     "EXACTLY_ONCE_V2",
+    "REPLACE_THREAD",
     "SHUTDOWN_APPLICATION",
     "SHUTDOWN_CLIENT",
     "State",

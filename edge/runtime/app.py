@@ -38,6 +38,7 @@ from edge.processor.handlers import (
 )
 from edge.runtime.commit import Committer, ProducerFencedError, TransactionAbortedError
 from edge.runtime.config import (
+    REPLACE_THREAD,
     SHUTDOWN_APPLICATION,
     SHUTDOWN_CLIENT,
     StreamsConfig,
@@ -118,6 +119,7 @@ class RuntimeStats:
         self.restored_records = 0
         self.restore_seconds = 0.0
         self.rebalances = 0
+        self.replaced_threads = 0
         self.first_output_at: float | None = None
 
     def tick_rate(self) -> None:
@@ -429,7 +431,18 @@ class StreamsApp:
                 )
             else:
                 self.lifecycle.transition(State.RUNNING)
-            self._loop()
+            while True:
+                try:
+                    self._loop()
+                    break
+                except ProducerFencedError:
+                    raise
+                except BaseException as exc:
+                    response = self._decide(exc)
+                    if response != REPLACE_THREAD or self.committer.fatal:
+                        self._on_uncaught(exc, response)
+                        return
+                    self._replace_thread(exc)
         except ProducerFencedError as exc:
             self.fenced = True
             log.error("%s; shutting this instance down", exc)
@@ -769,16 +782,43 @@ class StreamsApp:
         return cached
 
     # -- failure and shutdown -------------------------------------------------------------------------------
-    def _on_uncaught(self, exc: BaseException) -> None:
+    def _decide(self, exc: BaseException) -> str:
+        if not isinstance(exc, Exception):
+            return SHUTDOWN_CLIENT  # KeyboardInterrupt / SystemExit: never swallowed
+        if self._uncaught_handler is None:
+            return self.config.uncaught_exception_response
+        try:
+            response = self._uncaught_handler(exc) or SHUTDOWN_CLIENT
+        except Exception:
+            log.exception("the uncaught exception handler itself failed")
+            return SHUTDOWN_CLIENT
+        if response not in (SHUTDOWN_CLIENT, SHUTDOWN_APPLICATION, REPLACE_THREAD):
+            log.error("uncaught exception handler answered %r; shutting the instance down", response)
+            return SHUTDOWN_CLIENT
+        return response
+
+    def _replace_thread(self, exc: BaseException) -> None:
+        """Kafka's REPLACE_THREAD: drop everything since the last commit and resume from it.
+
+        Under exactly-once the open transaction is aborted and the active tasks' stores are wiped and
+        rebuilt from their (committed) changelogs; under at-least-once the tasks are closed without a
+        commit and reopened from their checkpoints. Input resumes at the committed offsets.
+        """
+        self.stats.replaced_threads += 1
+        log.error(
+            "stream thread failed (%s: %s); replacing it: resuming from the last commit",
+            type(exc).__name__,
+            exc,
+        )
+        self.committer.abort()
+        self.lifecycle.transition(State.REBALANCING, strict=False)
+        self._reinitialize_tasks()
+        self.lifecycle.transition(State.RUNNING, strict=False)
+
+    def _on_uncaught(self, exc: BaseException, response: str | None = None) -> None:
         self.error = exc
-        response = SHUTDOWN_CLIENT
-        if self._uncaught_handler is not None:
-            try:
-                response = self._uncaught_handler(exc) or SHUTDOWN_CLIENT
-            except Exception:
-                log.exception("the uncaught exception handler itself failed")
-        else:
-            response = self.config.uncaught_exception_response
+        if response is None:
+            response = self._decide(exc)
         if isinstance(exc, KafkaException) and is_fenced(exc):
             self.fenced = True
         log.error(
@@ -850,6 +890,15 @@ class StreamsApp:
                 log.exception("closing the %s client failed", name)
         self.standby = None
         self.global_state = None
+        # drop the client handles so librdkafka's threads end now, not whenever the app is collected
+        for holder, names in (
+            (self, ("producer", "consumer")),
+            (getattr(self, "collector", None), ("producer", "_produce", "_poll")),
+            (getattr(self, "committer", None), ("producer", "consumer")),
+        ):
+            for name in names:
+                if holder is not None and hasattr(holder, name):
+                    setattr(holder, name, None)
         if self._lock_fd is not None:
             with contextlib.suppress(OSError):
                 fcntl.flock(self._lock_fd, fcntl.LOCK_UN)

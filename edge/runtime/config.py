@@ -76,7 +76,7 @@ class StreamsConfig:
     default_deserialization_exception_handler: str = "fail"
     default_processing_exception_handler: str = "fail"
     errors_dead_letter_queue_topic_name: str | None = None
-    #: ``shutdown_client`` | ``shutdown_application``: default answer when no handler is set
+    #: ``shutdown_client`` | ``shutdown_application`` | ``replace_thread``: answer when no handler is set
     uncaught_exception_response: str = SHUTDOWN_CLIENT
     #: Python objects: serdes, handlers, listeners (not settable from a mapping of strings)
     default_key_serde: Any = None
@@ -123,9 +123,10 @@ class StreamsConfig:
                 raise StreamsConfigError(f"{key} must be fail, continue or dlq, got {value!r}")
             if value == "dlq" and not self.errors_dead_letter_queue_topic_name:
                 raise StreamsConfigError(f"{key}=dlq needs errors.dead.letter.queue.topic.name")
-        if self.uncaught_exception_response not in (SHUTDOWN_CLIENT, SHUTDOWN_APPLICATION):
+        if self.uncaught_exception_response not in (SHUTDOWN_CLIENT, SHUTDOWN_APPLICATION, REPLACE_THREAD):
             raise StreamsConfigError(
-                "uncaught.exception.response must be shutdown_client or shutdown_application, "
+                "uncaught.exception.response must be shutdown_client, shutdown_application or "
+                "replace_thread, "
                 f"got {self.uncaught_exception_response!r}"
             )
         if self.instance_id is not None and not _APP_ID.match(self.instance_id):

@@ -166,6 +166,7 @@ class MetadataService:
             self._consumer.close()
         except Exception:
             pass
+        self._producer = None  # type: ignore[assignment]
 
     # -- queries ----------------------------------------------------------------------------------------
     def live_instances(self) -> list[InstanceInfo]:

@@ -112,6 +112,11 @@ def render_metrics(app: StreamsApp) -> str:
         )
     )
     fams.append(
+        MetricFamily(P + "thread_replacements_total", "counter", "Failures answered with replace_thread").add(
+            s.replaced_threads, **base
+        )
+    )
+    fams.append(
         MetricFamily(P + "rebalances_total", "counter", "Partition assignments received").add(
             s.rebalances, **base
         )

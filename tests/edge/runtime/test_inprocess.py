@@ -375,3 +375,42 @@ def test_corrupt_checkpoint_and_store_are_rebuilt_from_changelog(
                 assert json.loads(resp.read())["value"] == 20
     finally:
         app.close(20)
+
+
+def test_replace_thread_under_eos_aborts_and_rebuilds_state(
+    kafka_broker, make_topic, unique_name, tmp_path, monkeypatch
+):
+    from tests.edge.runtime.test_eos import assert_exactly_once
+
+    src, out = make_topic("in", 2), make_topic("out", 2)
+    monkeypatch.setenv("EDGE_IN", src)
+    monkeypatch.setenv("EDGE_OUT", out)
+    from tests.edge.runtime.apps.count_app import counts
+
+    app = StreamsApp(
+        counts,
+        _config(kafka_broker, unique_name("app"), tmp_path, **{"processing.guarantee": "exactly_once_v2"}),
+    )
+    app.set_uncaught_exception_handler(lambda exc: "replace_thread")
+    app.start()
+    try:
+        assert app.wait_until_running(30)
+        first = [(f"k{i % 5}", i) for i in range(100)]
+        produce(kafka_broker, src, first)
+        reader = OutputReader(kafka_broker, out, unique_name("reader"))
+        reader.wait_for(lambda r: len(r.records) >= 100)
+        time.sleep(0.5)  # committed; the failing record starts a fresh transaction
+        produce(kafka_broker, src, [("k0", {"fail_once": True})])
+        second = [(f"k{i % 5}", i) for i in range(50)]
+        produce(kafka_broker, src, second)
+        reader.wait_for(lambda r: len(r.records) >= 151, timeout=30)
+        reader.poll(0.5)
+        want = {f"k{i}": 30 for i in range(5)}
+        want["k0"] += 1
+        assert_exactly_once(reader, want)
+        assert app.stats.replaced_threads == 1
+        assert app.reader.total_restored >= 100  # dirty stores were rebuilt from the changelog
+        assert app.state is State.RUNNING
+        reader.close()
+    finally:
+        app.close(20)

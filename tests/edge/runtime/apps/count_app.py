@@ -17,6 +17,9 @@ from edge.serde import Serdes
 from edge.state import key_value_store_builder
 from edge.topology import Topology
 
+#: keys whose ``{"fail_once": true}`` record already failed in this process
+_FAILED_ONCE: set[str] = set()
+
 
 class CountProcessor(Processor):
     def init(self, context) -> None:  # type: ignore[no-untyped-def]
@@ -28,6 +31,13 @@ class CountProcessor(Processor):
         self.context.forward(Record(key, new, timestamp))
 
     def process(self, record: Record) -> None:
+        if (
+            isinstance(record.value, dict)
+            and record.value.get("fail_once")
+            and record.key not in _FAILED_ONCE
+        ):
+            _FAILED_ONCE.add(record.key)
+            raise RuntimeError(f"failing once on {record.key!r} (test fault)")
         n = (self.store.get(record.key) or 0) + 1
         self.store.put(record.key, n)
         if not self.cached:
