@@ -196,6 +196,10 @@ class StreamsApp:
         )
         self._thread.start()
 
+    def request_shutdown(self) -> None:
+        """Ask the stream thread to stop (safe from signal handlers and listeners); see :meth:`close`."""
+        self._stop.set()
+
     def close(self, timeout: float | None = None) -> bool:
         """Ask the instance to shut down (commit, close stores, leave the group); True if it finished."""
         self._stop.set()

@@ -9,10 +9,8 @@ Exit status: 0 after a requested shutdown, 1 when the app failed, 3 when a newer
 
 from __future__ import annotations
 
-import faulthandler
 import importlib
 import logging
-import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -95,6 +93,7 @@ def run(
     """Start one instance of the app MODULE:ATTR and run until SIGTERM/SIGINT."""
     from edge.broker.embedded import read_record
     from edge.runtime import State, StreamsApp
+    from edge.runtime.signals import install_shutdown_handlers
     from orchestration.settings import load_settings
 
     logging.basicConfig(
@@ -130,13 +129,7 @@ def run(
     app = StreamsApp(obj, values)
     app.start()
 
-    def _on_signal(signum: int, _frame: Any) -> None:
-        logging.getLogger("streamhouse.edge").info("received %s: shutting down", signal.Signals(signum).name)
-        app._stop.set()
-
-    signal.signal(signal.SIGTERM, _on_signal)
-    faulthandler.register(signal.SIGUSR1, all_threads=True)  # `kill -USR1 <pid>` dumps every thread's stack
-    signal.signal(signal.SIGINT, _on_signal)
+    install_shutdown_handlers(app)
     click.echo(
         f"edge app {app_id!r} instance {app.instance_id} running; queries and /metrics on "
         f"http://{app.advertised_server}",
