@@ -10,6 +10,7 @@ not survive the hand-over to the active task anyway).
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -82,6 +83,7 @@ class StandbyManager:
         self.tasks: dict[TaskKey, StandbyTask] = {}
         self._route: dict[tuple[str, int], tuple[StandbyTask, Any]] = {}
         self.records_applied = 0
+        self._last_checkpoint = 0.0
 
     def eligible(self, subtopology: int) -> bool:
         pt = self.topology.build_processor_topology(subtopology, self.task_config)
@@ -210,7 +212,13 @@ class StandbyManager:
         self.records_applied += applied
         return applied
 
-    def checkpoint_all(self) -> None:
+    def checkpoint_all(self, min_interval_s: float = 10.0) -> None:
+        """Flush and checkpoint dirty standbys, at most every ``min_interval_s`` (a hand-over closes the
+        standby, which always writes its latest offsets; this only bounds re-reading after a crash)."""
+        now = time.monotonic()
+        if now - self._last_checkpoint < min_interval_s:
+            return
+        self._last_checkpoint = now
         for task in self.tasks.values():
             if task.dirty:
                 task.checkpoint()
