@@ -71,7 +71,9 @@ class StreamsConfig:
     restore_timeout_ms: int = 60_000
     #: how often an instance republishes its metadata (hosted partitions) for interactive queries
     metadata_interval_ms: int = 2000
-    transaction_timeout_ms: int = 60_000
+    #: Kafka Streams' exactly-once default: a crashed instance's open transaction is aborted after this,
+    #: which unblocks read_committed restores of its changelog partitions
+    transaction_timeout_ms: int = 10_000
     #: ``fail`` | ``continue`` | ``dlq`` (``dlq`` needs ``errors.dead.letter.queue.topic.name``)
     default_deserialization_exception_handler: str = "fail"
     default_processing_exception_handler: str = "fail"
