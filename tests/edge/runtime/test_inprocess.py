@@ -414,3 +414,42 @@ def test_replace_thread_under_eos_aborts_and_rebuilds_state(
         reader.close()
     finally:
         app.close(20)
+
+
+@pytest.mark.slow
+def test_three_instances_keep_exactly_one_standby_per_task(
+    kafka_broker, make_topic, unique_name, tmp_path, monkeypatch
+):
+    src, out = make_topic("in", 6), make_topic("out", 6)
+    monkeypatch.setenv("EDGE_IN", src)
+    monkeypatch.setenv("EDGE_OUT", out)
+    from tests.edge.runtime.apps.count_app import counts
+
+    app_id = unique_name("app")
+    extra = {"num.standby.replicas": 1, "metadata.interval.ms": 300}
+    apps = [StreamsApp(counts, _config(kafka_broker, app_id, tmp_path / n, **extra)) for n in "abc"]
+    for app in apps:
+        app.start()
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:  # read from this thread while the stream threads work: retry if a dict changes under us
+                active = [set(a.registry.tasks) for a in apps]
+                standby = [set(a.standby.tasks) if a.standby else set() for a in apps]
+            except RuntimeError:
+                continue
+            all_tasks = {(0, p) for p in range(6)}
+            settled = (
+                all(a.state is State.RUNNING for a in apps)
+                and sorted(t for s in active for t in s) == sorted(all_tasks)
+                and sorted(t for s in standby for t in s) == sorted(all_tasks)
+                and all(not (act & sb) for act, sb in zip(active, standby, strict=True))
+            )
+            if settled:
+                break
+            assert time.monotonic() < deadline, f"active {active}, standby {standby}"
+            time.sleep(0.2)
+        assert all(len(s) == 2 for s in active)
+    finally:
+        for app in apps:
+            app.close(20)
