@@ -129,8 +129,9 @@ def test_eos_crash_mid_transaction_no_duplicates(kafka_broker, make_topic, uniqu
         )
     src, out = make_topic("in", 4), make_topic("out", 4)
     app = unique_name("app")
-    a = spawn(app, src, out, name="a", **EOS)
-    b = spawn(app, src, out, name="b", **EOS)
+    fast_failover = {"consumer.session.timeout.ms": 6000, "consumer.heartbeat.interval.ms": 1000}
+    a = spawn(app, src, out, name="a", **EOS, **fast_failover)
+    b = spawn(app, src, out, name="b", **EOS, **fast_failover)
     wait_assignment([a, b], 4)
     reader = OutputReader(kafka_broker, out, unique_name("reader"))
     batches = []
