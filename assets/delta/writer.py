@@ -437,17 +437,16 @@ def write_delta(
                 strict,
                 replace_all=mode == "overwrite",
             )
-        except BaseException as exc:
+        except BaseException:
             # Ambiguous: the log entry may have been written before the error (post-commit hook, I/O
             # error on the response, ...). Deleting files a version references would corrupt the table,
-            # so only delete when our commit id is provably absent from the log.
+            # so the moved files are deleted only when our commit id is provably absent from the log.
+            # The error still propagates: a retry with the same app transactions is then a no-op.
             found = _find_commit(location, read_version, commit_id)
-            if found is None or found >= 0:
-                keep_files = True
-            if found is None or found < 0 or not isinstance(exc, Exception):
-                raise
-            log.warning("write to %s committed version %s but then failed: %s", location.uri, found, exc)
-            version = found
+            keep_files = found is None or found >= 0
+            if found is not None and found >= 0:
+                log.warning("write to %s failed after committing version %s", location.uri, found)
+            raise
         keep_files = True
     finally:
         if not keep_files:

@@ -140,9 +140,14 @@ def test_error_after_the_log_entry_keeps_the_committed_files(
         raise OSError("connection reset after the commit was written")
 
     monkeypatch.setattr(writer_module, "_commit", commit_then_fail)
-    result = write_delta(spark.createDataFrame([(2, "b")], SCHEMA), table, mode="overwrite")
-    assert result.version == 1 and not result.skipped
+    overwrite = spark.createDataFrame([(2, "b")], SCHEMA)
+    with pytest.raises(OSError, match="after the commit"):
+        write_delta(overwrite, table, mode="overwrite", app_transactions=[AppTransaction("job", 1)])
+    assert table_version(table) == 1
     assert [r.id for r in read_spark(spark, table).collect()] == [2]  # every referenced file exists
+    monkeypatch.setattr(writer_module, "_commit", real_commit)
+    retry = write_delta(overwrite, table, mode="overwrite", app_transactions=[AppTransaction("job", 1)])
+    assert retry.skipped and retry.version == 1
 
     def fail_before_commit(*args, **kwargs):
         raise OSError("network down before the commit")
