@@ -235,13 +235,15 @@ class StreamsApp:
         self.instance_id = cfg.instance_id or self._persisted_instance_id(app_dir)
         client = cfg.client()
         self.client = client
-        self.plan = plan_topics(self.topology, cfg.application_id, client)
+        self.plan = plan_topics(
+            self.topology, cfg.application_id, client, replication_factor=cfg.replication_factor
+        )
         dlq = cfg.errors_dead_letter_queue_topic_name
         from edge.kafka import TopicSpec, create_topics
 
         ensure_internal_topics(self.plan, client)
         if dlq:
-            create_topics(client, [TopicSpec(dlq, 1)])
+            create_topics(client, [TopicSpec(dlq, 1, cfg.replication_factor)])
         counters = self.stats.errors
         deser = _handler(
             cfg.default_deserialization_exception_handler, cfg.deserialization_exception_handler, dlq

@@ -55,6 +55,8 @@ class StreamsConfig:
     #: None = Kafka's default for the guarantee (30 s at-least-once, 100 ms exactly-once)
     commit_interval_ms: int | None = None
     num_standby_replicas: int = 0
+    #: replication factor of the internal topics this app creates (changelog, repartition, metadata, DLQ)
+    replication_factor: int = 1
     #: advertised ``host:port`` of this instance's query/metrics HTTP server; port 0 = a free port
     application_server: str = "127.0.0.1:0"
     #: interface the HTTP server binds to (loopback unless you mean to expose it)
@@ -104,6 +106,7 @@ class StreamsConfig:
         for key, value, low in (
             ("commit.interval.ms", self.commit_interval_ms, 0),
             ("num.standby.replicas", self.num_standby_replicas, 0),
+            ("replication.factor", self.replication_factor, 1),
             ("cache.max.bytes.buffering", self.cache_max_bytes, 0),
             ("max.poll.records", self.max_poll_records, 1),
             ("poll.ms", self.poll_ms, 0),
@@ -227,6 +230,7 @@ def _coerce(key: str, name: str, value: Any) -> Any:
 _INT_FIELDS = {
     "commit_interval_ms",
     "num_standby_replicas",
+    "replication_factor",
     "cache_max_bytes",
     "max_poll_records",
     "poll_ms",
@@ -251,6 +255,7 @@ _ALIASES = {
     "processing.guarantee": "processing_guarantee",
     "commit.interval.ms": "commit_interval_ms",
     "num.standby.replicas": "num_standby_replicas",
+    "replication.factor": "replication_factor",
     "application.server": "application_server",
     "http.bind.host": "http_bind_host",
     "http.enabled": "http_enabled",

@@ -70,7 +70,9 @@ def _store_changelog_config(topology: Any, store: str) -> dict[str, str]:
     return dict(getattr(builder, "changelog_config", None) or {})
 
 
-def plan_topics(topology: Any, application_id: str, client: KafkaClientConfig) -> TopicPlan:
+def plan_topics(
+    topology: Any, application_id: str, client: KafkaClientConfig, *, replication_factor: int = 1
+) -> TopicPlan:
     existing = _partition_counts(client)
     internal_names = topology.internal_topics
     resolve = topology.resolve_topic
@@ -135,7 +137,7 @@ def plan_topics(topology: Any, application_id: str, client: KafkaClientConfig) -
         partitions = distinct.pop()
         for t in st.source_topics:
             if t in internal_names:
-                internal.append(TopicSpec(resolve(t, application_id), partitions))
+                internal.append(TopicSpec(resolve(t, application_id), partitions, replication_factor))
         changelogs = topology.changelog_topics(application_id)
         stores: dict[str, str | None] = {}
         for store in st.stores:
@@ -143,9 +145,13 @@ def plan_topics(topology: Any, application_id: str, client: KafkaClientConfig) -
             stores[store] = topic
             if topic is not None:
                 cfg = {"cleanup.policy": "compact", **_store_changelog_config(topology, store)}
-                internal.append(TopicSpec(topic, partitions, config=cfg))
+                internal.append(TopicSpec(topic, partitions, replication_factor, config=cfg))
         plans[st.id] = SubtopologyPlan(st.id, list(per_topic), partitions, stores)
-    internal.append(TopicSpec(metadata_topic_name(application_id), 1, config={"cleanup.policy": "compact"}))
+    internal.append(
+        TopicSpec(
+            metadata_topic_name(application_id), 1, replication_factor, config={"cleanup.policy": "compact"}
+        )
+    )
     return TopicPlan(plans, globals_, internal)
 
 
