@@ -168,6 +168,7 @@ APP_LATENCY_CONFIGS: dict[str, tuple[str, int | None, str]] = {
     "baseline": ("baseline", None, "baseline"),
     "poll.ms=5": ("baseline", 5, "baseline"),
     "tuned": ("tuned", 5, "tuned"),
+    "tuned+poll.ms=1": ("tuned", 1, "tuned"),
 }
 
 
