@@ -124,3 +124,28 @@ def test_invalid_option_combinations(spark, tmp_lake) -> None:
         write_delta(df, tmp_lake / "t", where={"region": "eu"})
     with pytest.raises(WriteOptionsError, match="not one of"):
         write_delta(df, tmp_lake / "t", mode="upsert")  # type: ignore[arg-type]
+
+
+def test_typed_partition_columns_round_trip(spark, tmp_lake) -> None:
+    """Timestamp (with microseconds), boolean, int and date partition values, including nulls."""
+    table = tmp_lake / "typed_parts"
+    rows = [
+        (1, datetime(2024, 1, 1, 1, 0, 0), True, 5, date(2024, 1, 1)),
+        (2, datetime(2024, 1, 1, 2, 30, 0, 500), False, None, None),
+    ]
+    df = spark.createDataFrame(rows, "id long, hour timestamp, flag boolean, n int, d date")
+    write_delta(df, table, partition_by=["hour", "flag", "n", "d"])
+    assert spark_rows(read_spark(spark, table)) == spark_rows(df)
+    arrow_hours = sorted(h.replace(tzinfo=None) for h in read_arrow(table).column("hour").to_pylist())
+    assert arrow_hours == [rows[0][1], rows[1][1]]
+
+    replacement = df.filter("id = 2").withColumn("id", F.lit(20).cast("long"))
+    result = write_delta(
+        replacement,
+        table,
+        mode="overwrite_where",
+        where={"hour": datetime(2024, 1, 1, 2, 30, 0, 500), "n": None},
+    )
+    assert result.files_removed == 1
+    assert sorted(r.id for r in read_spark(spark, table).collect()) == [1, 20]
+    assert [r.id for r in read_spark(spark, table, partitions={"n": 5, "flag": True}).collect()] == [1]
