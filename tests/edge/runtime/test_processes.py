@@ -184,3 +184,30 @@ def test_poison_record_goes_to_dlq_and_app_keeps_running(kafka_broker, make_topi
     assert a.metric("streamhouse_edge_errors_total") == 1
     reader.close()
     dead.close()
+
+
+def test_kill9_under_load_loses_nothing_at_least_once(kafka_broker, make_topic, unique_name, spawn):
+    """A crash while records are in flight: at-least-once may count some twice, but never loses one."""
+    src, out = make_topic("in", 4), make_topic("out", 4)
+    app = unique_name("app")
+    a = spawn(app, src, out, name="a", num_standby_replicas=1)
+    b = spawn(app, src, out, name="b", num_standby_replicas=1)
+    wait_assignment([a, b], 4)
+    batches = []
+    for i in range(8):
+        batch = keyed(500, 16, start=i * 500)
+        batches.append(batch)
+        produce(kafka_broker, src, batch)
+        if i == 3:
+            a.kill9()
+    want = expected_counts(*batches)
+    reader = OutputReader(kafka_broker, out, unique_name("reader"))
+    reader.wait_for(
+        lambda r: all(r.maxima().get(k, 0) >= n for k, n in want.items()),
+        timeout=60,
+        what="every record counted",
+    )
+    for key, n in want.items():
+        status, body = b.get(f"/v1/stores/counts/keys/{key}")
+        assert status == 200 and body["value"] >= n
+    reader.close()
