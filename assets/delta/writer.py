@@ -407,8 +407,36 @@ def write_delta(
                 if partition_matches(f.partition_values, typed_where, partition_types)
             ]
     elif mode == "merge":
-        data, removes = _plan_merge(data, dt, location, plan, parts, partition_types, merge_keys or ())
+        # The source is scanned several times (duplicate check, matching, rewrite); persisting it
+        # makes every pass see the same rows even when it comes from a non-repeatable read.
+        from pyspark import StorageLevel
 
+        source = data.persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            data, removes = _plan_merge(source, dt, location, plan, parts, partition_types, merge_keys or ())
+            return _stage_and_commit(
+                location, dt, plan, parts, data, removes, mode, app_transactions, commit_metadata
+            )
+        finally:
+            source.unpersist()
+    return _stage_and_commit(
+        location, dt, plan, parts, data, removes, mode, app_transactions, commit_metadata
+    )
+
+
+def _stage_and_commit(
+    location: TableLocation,
+    dt: DeltaTable | None,
+    plan: SchemaPlan,
+    parts: Sequence[str],
+    data: DataFrame,
+    removes: list[ActiveFile],
+    mode: str,
+    app_transactions: Sequence[AppTransaction],
+    commit_metadata: Mapping[str, str] | None,
+) -> CommitResult:
+    """Spark writes `data` to staging, files move into the table, one commit; cleans up on failure."""
+    read_version = dt.version() if dt is not None else None
     column_types = primitive_column_types(plan.target, exclude=set(parts))
     staging = new_staging(location)
     commit_id = staging.write_id
