@@ -76,17 +76,19 @@ def markdown_preview(
 
 
 def table_metadata(
-    spark: SparkSession,
     table_uri: str,
     commit: Any,
+    df: DataFrame,
     *,
     inputs: Mapping[str, int | None] | None = None,
-    partition_column: str | None = None,
     partitions: Sequence[date] | None = None,
     extra: Mapping[str, Any] | None = None,
     preview_columns: Sequence[str] | None = None,
 ) -> dict[str, Any]:
-    """Standard metadata for a materialization that committed ``commit`` to ``table_uri``."""
+    """Standard metadata for a materialization that committed ``df`` to ``table_uri`` as ``commit``.
+
+    ``df`` should still be cached: the preview is taken from it instead of re-reading the table.
+    """
     meta: dict[str, Any] = {
         "table_uri": MetadataValue.path(table_uri),
         "delta_version": MetadataValue.int(int(commit.version)),
@@ -94,23 +96,16 @@ def table_metadata(
         "rows_written": MetadataValue.int(int(commit.rows_written)),
         "files_added": MetadataValue.int(int(commit.files_added)),
         "files_removed": MetadataValue.int(int(commit.files_removed)),
+        "dagster/row_count": MetadataValue.int(int(commit.rows_written)),
+        "dagster/column_schema": spark_table_schema(df.schema),
     }
     if inputs is not None:
-        meta["input_versions"] = MetadataValue.json({k: v for k, v in inputs.items()})
+        meta["input_versions"] = MetadataValue.json(dict(inputs))
     if partitions:
         meta["partitions_replaced"] = MetadataValue.json([d.isoformat() for d in partitions])
-    df = read_partitions(
-        spark,
-        table_uri,
-        version=commit.version,
-        column=partition_column if partitions else None,
-        values=partitions,
-    )
-    meta["dagster/column_schema"] = spark_table_schema(df.schema)
     columns = list(preview_columns or [f.name for f in df.schema.fields][:10])
     rows = [r.asDict() for r in df.select(*columns).limit(PREVIEW_ROWS).collect()]
     meta["preview"] = MetadataValue.md(markdown_preview(rows, columns))
-    meta["dagster/row_count"] = MetadataValue.int(int(commit.rows_written))
     for key, value in (extra or {}).items():
         meta[key] = value
     return meta

@@ -9,6 +9,7 @@ mistyped fields, impossible values) and exact duplicates (producer retries), in 
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -57,9 +58,10 @@ def topic_specs(prefix: str = "") -> list[TopicSpec]:
     return [TopicSpec(f"{prefix}{name}", partitions) for name, partitions in TOPICS.items()]
 
 
-def iso_ms(ms: int) -> str:
+def iso_ms(ms: int, _gmtime=time.gmtime, _strftime=time.strftime) -> str:
     """Event times travel as ISO-8601 UTC strings with millisecond precision."""
-    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    seconds, millis = divmod(ms, 1000)
+    return f"{_strftime('%Y-%m-%dT%H:%M:%S', _gmtime(seconds))}.{millis:03d}Z"
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from dagster_pyspark import PySparkResource
 from pydantic import Field
 
 from assets.bronze.ingest import ingest_topic
-from assets.lineage import markdown_preview, read_partitions, spark_table_schema
+from assets.lineage import markdown_preview, spark_table_schema
 from assets.sample_data import TOPICS
 from orchestration.resources import KafkaResource, LakeResource
 
@@ -82,13 +82,10 @@ def build_bronze_asset(topic: str) -> AssetsDefinition:
         }
         if version is not None:
             meta["delta_version"] = MetadataValue.int(version)
-            if result.records:
-                last_day = max(result.event_dates)
-                df = read_partitions(spark, uri, version=version, column="event_date", values=[last_day])
-                meta["dagster/column_schema"] = spark_table_schema(df.schema)
+            if result.preview:
+                meta["dagster/column_schema"] = spark_table_schema(result.spark_schema)
                 cols = ["topic", "partition", "offset", "key", "event_timestamp", "value"]
-                rows = [r.asDict() for r in df.select(*cols).limit(5).collect()]
-                meta["preview"] = MetadataValue.md(markdown_preview(rows, cols))
+                meta["preview"] = MetadataValue.md(markdown_preview(result.preview, cols))
         context.log.info(f"{physical}: {result.records:,} records → {uri} (version {version})")
         return MaterializeResult(metadata=meta)
 

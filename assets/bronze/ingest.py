@@ -81,6 +81,9 @@ class IngestResult:
     seconds: float = 0.0
     consume_seconds: float = 0.0
     write_seconds: float = 0.0
+    #: a few rows of the last batch (for the materialization preview) and the bronze Spark schema
+    preview: list[dict[str, Any]] = field(default_factory=list)
+    spark_schema: Any = None
 
     @property
     def version(self) -> int | None:
@@ -315,6 +318,8 @@ def ingest_topic(
                     result.offsets[p] = OffsetRange(p, prev.start if prev else r.start, r.end)
                 result.records += len(batch)
                 result.event_dates |= _dates(table)
+                result.preview = table.slice(0, 5).to_pylist()
+                result.spark_schema = df.schema
             total += len(batch)
             if log:
                 log(f"{topic}: committed {len(batch):,} records as version {commit.version}")
@@ -345,6 +350,7 @@ def _commit_group_offsets(consumer: Consumer, topic: str, offsets: dict[int, int
 
 
 def _start_progress(topic: str) -> tuple[Any, Any]:
+    from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     progress = Progress(
@@ -353,6 +359,8 @@ def _start_progress(topic: str) -> tuple[Any, Any]:
         MofNCompleteColumn(),
         TimeElapsedColumn(),
         transient=True,
+        console=Console(stderr=True),
+        disable=not Console(stderr=True).is_terminal,
     )
     task = progress.add_task(topic, total=None)
     progress.start()

@@ -96,11 +96,10 @@ def _write_gold(
             where={col: dates},
             commit_metadata=commit_lineage(inputs, partitions=",".join(d.isoformat() for d in dates)),
         )
+        meta = table_metadata(uri, commit, df, inputs=inputs, partitions=dates)
+        png = plot(df)
     finally:
         df.unpersist()
-    meta = table_metadata(spark, uri, commit, inputs=inputs, partition_column=col, partitions=dates)
-    written = read_partitions(spark, uri, version=commit.version, column=col, values=dates)
-    png = plot(written)
     if png is not None:
         key = context.partition_key_range
         label = key.start if key.start == key.end else f"{key.start}_{key.end}"

@@ -32,8 +32,9 @@ from assets.silver.transform import (
     SilverSpec,
     customer_history,
     deduplicate,
+    UNKNOWN,
+    row_profile,
     split,
-    unknown_fields,
 )
 from edge.errors import StreamhouseError
 from orchestration.partitions import BACKFILL_POLICY, DAILY, to_date
@@ -118,12 +119,14 @@ def _write_pair(
     q_uri = lake.table_uri("quarantine", topic)
     frames = split(bronze_df, spec, rule)
     frames.typed.persist(StorageLevel.MEMORY_AND_DISK)
+    valid = None
     try:
         if topic == CUSTOMERS:
             valid = customer_history(frames.valid)
         else:
             valid = deduplicate(frames.valid, spec.key, latest=spec.time_col is None)
         valid, evolves = _align(valid, silver_uri, rule)
+        valid = valid.persist(StorageLevel.MEMORY_AND_DISK)
         inputs = {f"bronze/{topic}": bronze_version}
         lineage = commit_lineage(inputs, partitions=",".join(d.isoformat() for d in dates or []))
         if dates is not None:
@@ -149,45 +152,32 @@ def _write_pair(
             where={PARTITION_COL: dates} if dates is not None else None,
             commit_metadata=lineage,
         )
-        typed_valid = frames.typed.filter("_reason = ''").count()
-        unknown = unknown_fields(bronze_df, spec, rule)
-        reasons = {
-            r["reason"]: r["count"]
-            for r in frames.typed.filter("_reason != ''")
-            .groupBy(frames.typed._reason.alias("reason"))
-            .count()
-            .collect()
+        profile = row_profile(frames.typed, spec, rule)
+        typed_valid = profile.pop("", 0)
+        unknown = profile.pop(UNKNOWN, [])
+        extra: dict[str, Any] = {
+            "duplicates_dropped": MetadataValue.int(
+                max(0, typed_valid - commit.rows_written) if topic != CUSTOMERS else 0
+            ),
+            "quarantined": MetadataValue.int(q_commit.rows_written),
+            "unknown_payload_fields": MetadataValue.json(unknown),
+            "schema_rule": MetadataValue.json(dict(rule.add_columns)),
+            "schema_evolved": MetadataValue.bool(evolves),
         }
+        meta = table_metadata(silver_uri, commit, valid, inputs=inputs, partitions=dates, extra=extra)
+        q_meta = table_metadata(
+            q_uri,
+            q_commit,
+            frames.quarantine,
+            inputs=inputs,
+            partitions=dates,
+            extra={"reasons": MetadataValue.json(dict(sorted(profile.items())[:50]))},
+            preview_columns=["topic", "partition", "offset", "reason", "value"],
+        )
     finally:
         frames.typed.unpersist()
-    extra: dict[str, Any] = {
-        "duplicates_dropped": MetadataValue.int(max(0, typed_valid - commit.rows_written))
-        if topic != CUSTOMERS
-        else MetadataValue.int(0),
-        "quarantined": MetadataValue.int(q_commit.rows_written),
-        "unknown_payload_fields": MetadataValue.json(unknown),
-        "schema_rule": MetadataValue.json(dict(rule.add_columns)),
-        "schema_evolved": MetadataValue.bool(evolves),
-    }
-    meta = table_metadata(
-        spark,
-        silver_uri,
-        commit,
-        inputs=inputs,
-        partition_column=PARTITION_COL if dates is not None else None,
-        partitions=dates,
-        extra=extra,
-    )
-    q_meta = table_metadata(
-        spark,
-        q_uri,
-        q_commit,
-        inputs=inputs,
-        partition_column=PARTITION_COL if dates is not None else None,
-        partitions=dates,
-        extra={"reasons": MetadataValue.json(dict(sorted(reasons.items())[:50]))},
-        preview_columns=["topic", "partition", "offset", "reason", "value"],
-    )
+        if valid is not None:
+            valid.unpersist()
     return (
         MaterializeResult(asset_key=silver_key(topic), metadata=meta),
         MaterializeResult(asset_key=quarantine_key(topic), metadata=q_meta),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from assets.sample_data import CLICKS, CUSTOMERS, ORDERS, PAYLOAD_SCHEMAS, PRODUCTS
 from edge.errors import StreamhouseError
@@ -181,19 +181,28 @@ def deduplicate(df: DataFrame, key: Sequence[str], latest: bool = False) -> Data
     return df.withColumn("_rn", F.row_number().over(w)).filter(F.col("_rn") == 1).drop("_rn")
 
 
-def unknown_fields(bronze: DataFrame, spec: SilverSpec, rule: SchemaRule | None = None) -> list[str]:
-    """Payload fields outside the contract (and the rule): a hint that a schema rule may be needed."""
+UNKNOWN = "__unknown_fields__"
+
+
+def row_profile(typed: DataFrame, spec: SilverSpec, rule: SchemaRule | None = None) -> dict[str, Any]:
+    """One pass: row count per reason ("" = valid) and payload fields outside contract and rule
+    (under ``UNKNOWN``; a hint that a schema rule may be needed)."""
     from pyspark.sql import functions as F
 
-    known = list(spec.contract) + list((rule or SchemaRule()).add_columns)
-    row = bronze.select(
-        F.array_distinct(
-            F.flatten(
-                F.collect_set(F.array_except(F.map_keys("payload"), F.array(*[F.lit(k) for k in known])))
-            )
-        ).alias("u")
-    ).first()
-    return sorted(row["u"] or []) if row is not None else []
+    known = F.array(*[F.lit(k) for k in [*spec.contract, *(rule or SchemaRule()).add_columns]])
+    rows = (
+        typed.groupBy("_reason")
+        .agg(
+            F.count("*").alias("n"),
+            F.array_distinct(F.flatten(F.collect_set(F.array_except(F.map_keys("payload"), known)))).alias(
+                "u"
+            ),
+        )
+        .collect()
+    )
+    out: dict[str, Any] = {r["_reason"]: int(r["n"]) for r in rows}
+    out[UNKNOWN] = sorted({u for r in rows for u in (r["u"] or [])})
+    return out
 
 
 def customer_history(valid: DataFrame) -> DataFrame:

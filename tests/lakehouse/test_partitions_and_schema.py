@@ -41,7 +41,9 @@ def test_three_day_backfill_then_one_day_recompute_and_maintenance(lakehouse):
     run_ingest(lh.defs, lh.instance)
     days = ["2026-01-05", "2026-01-06", "2026-01-07"]
     job = lh.defs.resolve_job_def(DAILY_JOB)
-    selection = [k for k in job.asset_layer.executable_asset_keys if k.path[-1] in ("orders", "revenue_tumbling_5m")]
+    selection = [
+        k for k in job.asset_layer.executable_asset_keys if k.path[-1] in ("orders", "revenue_tumbling_5m")
+    ]
     result = job.execute_in_process(
         instance=lh.instance, tags=range_tags(days[0], days[-1]), asset_selection=selection
     )
@@ -58,8 +60,14 @@ def test_three_day_backfill_then_one_day_recompute_and_maintenance(lakehouse):
     # A late order for the middle day: recomputing that day replaces only its partition.
     late_ts = int((DEFAULT_START + timedelta(days=1, hours=12)).timestamp() * 1000)
     producer = Producer(lh.client.producer())
-    order = {"order_id": "late-1", "customer_id": "c-0001", "product_id": "p-001", "quantity": 2,
-             "unit_price": 9.5, "event_time": iso_ms(late_ts)}
+    order = {
+        "order_id": "late-1",
+        "customer_id": "c-0001",
+        "product_id": "p-001",
+        "quantity": 2,
+        "unit_price": 9.5,
+        "event_time": iso_ms(late_ts),
+    }
     producer.produce(lh.topic("orders"), key=b"c-0001", value=orjson.dumps(order), timestamp=late_ts)
     producer.flush(10)
     ingest = run_ingest(lh.defs, lh.instance)
@@ -78,7 +86,9 @@ def test_three_day_backfill_then_one_day_recompute_and_maintenance(lakehouse):
     counts = {uri: read_arrow(uri).num_rows for uri in (tumbling, lh.uri("silver", "orders"))}
     result = lh.defs.resolve_job_def(MAINTENANCE_JOB).execute_in_process(
         instance=lh.instance,
-        run_config={"ops": {"maintenance__lake": {"config": {"retention_hours": 0, "enforce_retention": False}}}},
+        run_config={
+            "ops": {"maintenance__lake": {"config": {"retention_hours": 0, "enforce_retention": False}}}
+        },
     )
     assert result.success
     meta = result.get_asset_materialization_events()[0].materialization.metadata
@@ -92,8 +102,14 @@ def test_schema_evolution_only_by_explicit_rule(lakehouse, spark):
     producer = Producer(lh.client.producer())
     base = int(DEFAULT_START.timestamp() * 1000)
     for i in range(20):
-        order = {"order_id": f"o-{i}", "customer_id": "c-1", "product_id": "p-1", "quantity": 1,
-                 "unit_price": 2.0, "event_time": iso_ms(base + i * 1000)}
+        order = {
+            "order_id": f"o-{i}",
+            "customer_id": "c-1",
+            "product_id": "p-1",
+            "quantity": 1,
+            "unit_price": 2.0,
+            "event_time": iso_ms(base + i * 1000),
+        }
         if i % 2:
             order["coupon"] = f"SAVE{i}"
         producer.produce(lh.topic("orders"), value=orjson.dumps(order), timestamp=base + i * 1000)
@@ -105,8 +121,12 @@ def test_schema_evolution_only_by_explicit_rule(lakehouse, spark):
     def run(add_columns=None, raise_on_error=True):
         config = {"ops": {"silver_orders": {"config": {"add_columns": add_columns or {}}}}}
         return materialize(
-            [silver_orders], partition_key="2026-01-05", resources=lh.resources, run_config=config,
-            instance=lh.instance, raise_on_error=raise_on_error,
+            [silver_orders],
+            partition_key="2026-01-05",
+            resources=lh.resources,
+            run_config=config,
+            instance=lh.instance,
+            raise_on_error=raise_on_error,
         )
 
     result = run()
@@ -117,7 +137,9 @@ def test_schema_evolution_only_by_explicit_rule(lakehouse, spark):
 
     result = run({"coupon": "string"})
     table = read_arrow(silver)
-    assert sorted(c for c in table.column("coupon").to_pylist() if c) == sorted(f"SAVE{i}" for i in range(1, 20, 2))
+    assert sorted(c for c in table.column("coupon").to_pylist() if c) == sorted(
+        f"SAVE{i}" for i in range(1, 20, 2)
+    )
     assert "coupon" not in read_arrow(silver, version=v_before).column_names
 
     # A rule may only add columns; changing a contract column's type is refused with the reason.

@@ -27,7 +27,9 @@ def test_definitions_load_with_jobs_schedules_and_sensor():
 @pytest.mark.slow
 def test_run_main_job_summary(kafka_broker, spark, tmp_lake):
     settings = Settings(
-        broker_profile=kafka_broker.profile, bootstrap_servers=kafka_broker.bootstrap_servers, lake_root=tmp_lake
+        broker_profile=kafka_broker.profile,
+        bootstrap_servers=kafka_broker.bootstrap_servers,
+        lake_root=tmp_lake,
     )
     rows = run_main_job(
         settings,
