@@ -342,6 +342,7 @@ def test_shutdown_application_stops_every_instance(kafka_broker, make_topic, uni
             app.close(20)
 
 
+@pytest.mark.slow
 def test_corrupt_checkpoint_and_store_are_rebuilt_from_changelog(
     kafka_broker, make_topic, unique_name, tmp_path, monkeypatch
 ):
@@ -377,6 +378,7 @@ def test_corrupt_checkpoint_and_store_are_rebuilt_from_changelog(
         app.close(20)
 
 
+@pytest.mark.slow
 def test_replace_thread_under_eos_aborts_and_rebuilds_state(
     kafka_broker, make_topic, unique_name, tmp_path, monkeypatch
 ):
