@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from assets.delta.errors import DeltaLayerError
 from assets.delta.location import TableLocation, resolve
 from assets.delta.partitions import normalize_where, partition_matches
 from assets.delta.snapshot import ActiveFile, active_files, open_table, partition_columns, schema_json
@@ -115,6 +116,24 @@ def prune_files(
     return [f for f in files if partition_matches(f.partition_values, typed, types)]
 
 
+# Reader features that change how data files must be interpreted; a plain Parquet scan would be wrong.
+_PLAIN_PARQUET_UNSAFE = {"deletionVectors", "columnMapping", "v2Checkpoint", "variantType", "typeWidening"}
+
+
+def check_plain_parquet_readable(dt: Any, table_uri: str) -> None:
+    """Refuse tables whose files cannot be read as plain Parquet (written by other Delta engines)."""
+    features = set(dt.protocol().reader_features or [])
+    unsafe = sorted(features & _PLAIN_PARQUET_UNSAFE)
+    if unsafe:
+        raise DeltaLayerError(
+            f"Delta table {table_uri} uses reader features {unsafe}, which a plain Parquet scan cannot "
+            "honour; read it with an engine that supports them (Spark with Delta jars, or delta-rs where "
+            "it does).",
+            table_uri=table_uri,
+            version=dt.version(),
+        )
+
+
 def read_spark(
     spark: SparkSession,
     table_uri: str | os.PathLike[str],
@@ -130,6 +149,7 @@ def read_spark(
     """
     location = resolve(table_uri)
     dt = open_table(location, version=version, timestamp=timestamp)
+    check_plain_parquet_readable(dt, location.uri)
     files = prune_files(dt, active_files(dt), partitions, location.uri)
     return read_files(spark, location, schema_json(dt), partition_columns(dt), files)
 

@@ -36,7 +36,7 @@ from assets.delta.partitions import (
     spark_predicate,
     to_partition_string,
 )
-from assets.delta.reader import FILE_NAME_COL, read_files
+from assets.delta.reader import FILE_NAME_COL, check_plain_parquet_readable, read_files
 from assets.delta.schema import (
     SchemaPlan,
     primitive_column_types,
@@ -180,6 +180,7 @@ def _plan_merge(
         )
     if dt is None:
         return df, []
+    check_plain_parquet_readable(dt, location.uri)
     files = active_files(dt)
     table_schema = schema_json(dt)
     if parts and set(parts) <= set(keys):  # only partitions present in the source can hold its keys

@@ -131,3 +131,19 @@ def test_read_spark_prunes_partitions_and_schema_needs_no_data(spark, table) -> 
         read_spark(spark, path, partitions={"id": 1})
     assert table_schema(path, version=0) == read_spark(spark, path, version=0).schema
     assert table_schema(path).fieldNames() == columns
+
+
+def test_tables_needing_delta_semantics_are_refused_by_the_plain_parquet_reader(
+    spark, table, tmp_path
+) -> None:
+    from deltalake import DeltaTable, TableFeatures
+
+    from assets.delta import DeltaLayerError
+
+    path = tmp_path / "dv"
+    shutil.copytree(table[0], path)
+    DeltaTable(str(path)).alter.add_feature(
+        TableFeatures.DeletionVectors, allow_protocol_versions_increase=True
+    )
+    with pytest.raises(DeltaLayerError, match=r"deletionVectors.*Delta jars"):
+        read_spark(spark, path)
