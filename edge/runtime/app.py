@@ -539,7 +539,7 @@ class StreamsApp:
             if registry.tasks:
                 now_ms = time.time_ns() // 1_000_000
                 for active in registry.tasks.values():
-                    if active.task._wall_punctuations:
+                    if active.task.has_wall_clock_punctuations:
                         if eos:
                             committer.begin()
                         if active.task.punctuate_wall_clock(now_ms):

@@ -455,3 +455,41 @@ def test_three_instances_keep_exactly_one_standby_per_task(
     finally:
         for app in apps:
             app.close(20)
+
+
+class _Ticker(Processor):
+    def init(self, context) -> None:  # type: ignore[no-untyped-def]
+        super().init(context)
+        from edge.processor.api import PunctuationType
+
+        self.seen = 0
+        context.schedule(200, PunctuationType.WALL_CLOCK_TIME, self._tick)
+
+    def _tick(self, timestamp: int) -> None:
+        self.context.forward(Record(f"tick-{self.context.task_id}", str(self.seen), timestamp))
+
+    def process(self, record: Record) -> None:
+        self.seen += 1
+
+
+def test_wall_clock_punctuation_output_is_committed_under_eos(
+    kafka_broker, make_topic, unique_name, tmp_path
+):
+    src, out = make_topic("in", 1), make_topic("out", 1)
+    t = Topology()
+    t.add_source("src", src, key_serde=Serdes.string(), value_serde=Serdes.string())
+    t.add_processor("tick", _Ticker, "src")
+    t.add_sink("sink", out, "tick", key_serde=Serdes.string(), value_serde=Serdes.string())
+    app = StreamsApp(
+        t, _config(kafka_broker, unique_name("app"), tmp_path, **{"processing.guarantee": "exactly_once_v2"})
+    )
+    app.start()
+    try:
+        assert app.wait_until_running(30)
+        produce(kafka_broker, src, [("k", b"x")] * 3)
+        reader = OutputReader(kafka_broker, out, unique_name("reader"))  # read_committed
+        reader.wait_for(lambda r: any(v == b"3" for _, v, _, _ in r.records), timeout=20, what="ticks")
+        assert {k for k, *_ in reader.records} == {"tick-0_0"}
+        reader.close()
+    finally:
+        app.close(20)
