@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from assets.delta.errors import StreamhouseError
+from edge.errors import StreamhouseError
 
 
 class SparkSetupError(StreamhouseError):
