@@ -101,10 +101,15 @@ def plan_topics(
         )
     # Repartition topics take the partition count of the sub-topology writing into them.
     counts: dict[str, int] = {t: existing[t] for st in subs for t in st.source_topics if t in existing}
+    requested: dict[str, int | None] = {}
+    if hasattr(topology, "repartition_topics"):
+        requested = topology.repartition_topics(application_id)
     for t in internal_names:
         resolved = resolve(t, application_id)
         if resolved in existing:
             counts[t] = existing[resolved]
+        elif requested.get(resolved):
+            counts[t] = int(requested[resolved])  # Repartitioned.with_number_of_partitions(n)
     for _ in range(len(subs) + 1):
         changed = False
         for st in subs:

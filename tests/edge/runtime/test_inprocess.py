@@ -493,3 +493,26 @@ def test_wall_clock_punctuation_output_is_committed_under_eos(
         reader.close()
     finally:
         app.close(20)
+
+
+def test_repartition_topic_partitions_follow_input_or_request(kafka_broker, make_topic, unique_name):
+    from edge.dsl import Consumed, Repartitioned, StreamsBuilder
+    from edge.runtime.topics import ensure_internal_topics, plan_topics
+
+    src = make_topic("in", 2)
+    sb = StreamsBuilder()
+    stream = sb.stream(src, Consumed.with_(Serdes.string(), Serdes.string()))
+    stream.repartition(Repartitioned.as_("wide").with_num_partitions(3)).group_by_key().count(
+        materialized="c1"
+    )
+    stream.group_by(lambda k, v: v).count(materialized="c2")
+    app_id = unique_name("app")
+    plan = plan_topics(sb.build(), app_id, kafka_broker)
+    ensure_internal_topics(plan, kafka_broker)
+    by_store = {store: st for st in plan.subtopologies.values() for store in st.stores}
+    assert by_store["c1"].partitions == 3  # requested
+    assert by_store["c2"].partitions == 2  # inherited from the input topic
+    assert plan.subtopologies[0].partitions == 2
+    changelogs = {spec.name: spec for spec in plan.internal}
+    assert changelogs[f"{app_id}-c1-changelog"].partitions == 3
+    assert changelogs[f"{app_id}-c1-changelog"].config["cleanup.policy"] == "compact"
