@@ -321,7 +321,13 @@ class StreamsApp:
             from edge.iq.server import QueryServer
 
             host, port = cfg.server_host_port
-            self.http = QueryServer(self, cfg.http_bind_host, port)
+            try:
+                self.http = QueryServer(self, cfg.http_bind_host, port)
+            except OSError as exc:
+                raise StreamsConfigError(
+                    f"cannot serve queries on {cfg.http_bind_host}:{port} ({exc.strerror}); pick another "
+                    "port with application.server=host:port (port 0 = any free port)"
+                ) from exc
             self.http.start()
             self.advertised_server = f"{host}:{self.http.port}"
         self.metadata = MetadataService(

@@ -516,3 +516,26 @@ def test_repartition_topic_partitions_follow_input_or_request(kafka_broker, make
     changelogs = {spec.name: spec for spec in plan.internal}
     assert changelogs[f"{app_id}-c1-changelog"].partitions == 3
     assert changelogs[f"{app_id}-c1-changelog"].config["cleanup.policy"] == "compact"
+
+
+def test_query_port_in_use_is_a_clear_error(kafka_broker, make_topic, unique_name, tmp_path):
+    import socket
+
+    src = make_topic("in", 1)
+    t = Topology()
+    t.add_source("src", src)
+    t.add_processor("p", _Pass, "src")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        port = sock.getsockname()[1]
+        cfg = _config(
+            kafka_broker, unique_name("app"), tmp_path, **{"application.server": f"127.0.0.1:{port}"}
+        )
+        with pytest.raises(StreamsConfigError, match=f"cannot serve queries on 127.0.0.1:{port}"):
+            StreamsApp(t, cfg).start()
+    # the failed start released the state directory lock
+    app = StreamsApp(t, _config(kafka_broker, cfg["application.id"], tmp_path))
+    app.start()
+    app.close(20)
+    assert app.state is State.NOT_RUNNING
