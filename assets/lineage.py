@@ -37,23 +37,11 @@ def read_partitions(
     column: str | None = None,
     values: Iterable[date | str] | None = None,
 ) -> DataFrame:
-    """The table at ``version`` restricted to the partitions ``column in values`` (files pruned).
+    """The table at ``version`` restricted to the partitions ``column in values`` (files pruned)."""
+    from assets.delta import read_spark
 
-    See docs/notes/lakehouse-needs-from-delta.md: uses the Delta layer's file-list reader until
-    ``read_spark`` can prune partitions itself.
-    """
-    from assets.delta.location import resolve
-    from assets.delta.reader import read_files
-    from assets.delta.snapshot import active_files, open_table, partition_columns, schema_json
-
-    location = resolve(table_uri)
-    dt = open_table(location, version=version)
-    parts = partition_columns(dt)
-    files = active_files(dt)
-    if column is not None and values is not None:
-        wanted = {v.isoformat() if isinstance(v, date) else str(v) for v in values}
-        files = [f for f in files if f.partition_values.get(column) in wanted]
-    return read_files(spark, location, schema_json(dt), parts, files)
+    partitions = {column: list(values)} if column is not None and values is not None else None
+    return read_spark(spark, table_uri, version=version, partitions=partitions)
 
 
 def spark_table_schema(schema: Any) -> TableSchema:
