@@ -143,7 +143,7 @@ def generate(
         for i in range(customers):
             cid = f"c-{i:04d}"
             # First profile before any order, then up to two changes inside the range.
-            times = [begin - 86_400_000] + sorted(rng.randrange(begin, end) for _ in range(rng.randrange(3)))
+            times = [begin - 86_400_000, *sorted(rng.randrange(begin, end) for _ in range(rng.randrange(3)))]
             for version, ts in enumerate(times):
                 profile = {
                     "customer_id": cid,

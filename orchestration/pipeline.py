@@ -102,7 +102,8 @@ def run_main_job(
     rows.append(
         (
             "Produce",
-            f"{sum(counts.values()):,} records to {', '.join(counts)} in {time.perf_counter() - started:.1f}s",
+            f"{sum(counts.values()):,} records to {', '.join(counts)} "
+            f"in {time.perf_counter() - started:.1f}s",
         )
     )
     overrides: dict[str, Any] = {"bootstrap_servers": bootstrap_servers, "topic_prefix": topic_prefix}

@@ -40,7 +40,7 @@ def build_bronze_asset(topic: str) -> AssetsDefinition:
         key=bronze_key(topic),
         group_name="bronze",
         kinds={"kafka", "spark", "delta"},
-        description=f"Raw records of Kafka topic `{topic}`, exactly once (offsets in Delta app transactions).",
+        description=f"Raw records of Kafka topic `{topic}`, exactly once (offsets in Delta app txns).",
     )
     def _bronze(
         context: AssetExecutionContext,

@@ -28,11 +28,11 @@ from assets.sample_data import CLICKS, CUSTOMERS, ORDERS, PRODUCTS
 from assets.silver.transform import (
     PARTITION_COL,
     SPECS,
+    UNKNOWN,
     SchemaRule,
     SilverSpec,
     customer_history,
     deduplicate,
-    UNKNOWN,
     row_profile,
     split,
 )
@@ -195,7 +195,7 @@ def build_silver_events(topic: str) -> AssetsDefinition:
                 deps=[bronze_key(topic)],
                 group_name="silver",
                 kinds={"spark", "delta"},
-                description=f"Typed `{topic}` events, one per {'/'.join(spec.key)}, partitioned by event date.",
+                description=f"Typed `{topic}` events, one per {'/'.join(spec.key)}, by event date.",
             ),
             AssetSpec(
                 quarantine_key(topic),

@@ -71,7 +71,8 @@ def connect(batches: Iterable[SampleData]) -> duckdb.DuckDBPyConnection:
                    json_extract_string(v, '$.country') AS country,
                    try_cast(json_extract_string(v, '$.updated_at') AS TIMESTAMPTZ)::TIMESTAMP AS updated_at,
                    row_number() OVER (
-                       PARTITION BY json_extract_string(v, '$.customer_id'), json_extract_string(v, '$.updated_at')
+                       PARTITION BY json_extract_string(v, '$.customer_id'),
+                                    json_extract_string(v, '$.updated_at')
                        ORDER BY seq DESC) AS rn
             FROM raw_customers WHERE json_valid(v)
         ) WHERE rn = 1
@@ -83,7 +84,8 @@ def connect(batches: Iterable[SampleData]) -> duckdb.DuckDBPyConnection:
                    json_extract_string(v, '$.name') AS name,
                    json_extract_string(v, '$.category') AS category,
                    try_cast(json_extract_string(v, '$.list_price') AS DOUBLE) AS list_price,
-                   row_number() OVER (PARTITION BY json_extract_string(v, '$.product_id') ORDER BY seq DESC) AS rn
+                   row_number() OVER (
+                       PARTITION BY json_extract_string(v, '$.product_id') ORDER BY seq DESC) AS rn
             FROM raw_products WHERE json_valid(v)
         ) WHERE rn = 1
     """)
@@ -121,7 +123,8 @@ def sessions(con: duckdb.DuckDBPyConnection) -> dict[tuple[str, int], tuple[int,
     rows = con.sql("""
         WITH marked AS (
             SELECT *, CASE WHEN lag(event_time) OVER w IS NULL
-                            OR event_time - lag(event_time) OVER w >= INTERVAL 30 MINUTE THEN 1 ELSE 0 END AS new
+                            OR event_time - lag(event_time) OVER w >= INTERVAL 30 MINUTE
+                       THEN 1 ELSE 0 END AS new
             FROM clicks WINDOW w AS (PARTITION BY user_id ORDER BY event_time, event_id)
         ), numbered AS (
             SELECT *, sum(new) OVER (PARTITION BY user_id ORDER BY event_time, event_id

@@ -96,7 +96,7 @@ def test_gold_equals_duckdb_with_late_events_and_time_travel(lakehouse):
     }
     assert "| window_start |" in mats["gold/revenue_hopping_10m"]["preview"]
     assert (
-        '"silver/orders": %d' % silver_orders_v
+        f'"silver/orders": {silver_orders_v}'
         in history(lh.uri("gold", "revenue_tumbling_5m"))[0]["streamhouse.inputs"]
     )
 

@@ -9,18 +9,18 @@ import orjson
 import pyarrow as pa
 import pytest
 from confluent_kafka import Producer
-from deltalake import DeltaTable
 from dagster import materialize
+from deltalake import DeltaTable
 
+from assets import sample_data
 from assets.bronze.ingest import ingest_topic
 from assets.delta import read_arrow, table_version
 from assets.sample_data import DEFAULT_START, iso_ms
 from assets.silver.assets import SILVER_ASSETS
 from assets.silver.transform import SchemaRuleError
 from edge.kafka import create_topics
-from assets import sample_data
-from orchestration.pipeline import run_daily, run_ingest
 from orchestration.jobs import DAILY_JOB, MAINTENANCE_JOB
+from orchestration.pipeline import run_ingest
 from orchestration.sensors import range_tags
 
 pytestmark = [pytest.mark.broker, pytest.mark.spark, pytest.mark.slow]
