@@ -9,6 +9,7 @@ instead of being silently rebased; on any failure the moved files are deleted ag
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import posixpath
@@ -278,7 +279,7 @@ def _commit(
             # commit just before the data commit. That intermediate version is a valid table (old
             # rows, new columns null) and a retry after a failed data commit sees no evolution left.
             dt.alter.add_columns(
-                [Field.from_json(_json(f)) for f in plan.new_fields],
+                [Field.from_json(json.dumps(f)) for f in plan.new_fields],
                 commit_properties=CommitProperties(
                     max_commit_retries=0,
                     custom_metadata={
@@ -289,7 +290,7 @@ def _commit(
             )
             dt.update_incremental()
             if dt.version() != (read_version or 0) + 1:
-                raise CommitFailedError("concurrent commit during schema evolution")
+                raise _conflict(location, read_version, RuntimeError("commit during schema evolution"))
         expected = dt.version() + 1
         dt.create_write_transaction(
             [*adds, *removes],
@@ -331,12 +332,6 @@ def _find_commit(location: TableLocation, read_version: int | None, commit_id: s
         return -1
     except Exception:
         return None
-
-
-def _json(field: dict[str, Any]) -> str:
-    import json
-
-    return json.dumps(field)
 
 
 def write_delta(
