@@ -11,6 +11,7 @@ from edge.runtime.config import (
     StreamsConfigError,
 )
 from edge.runtime.state import State
+from edge.runtime.statedir import StateDirLockedError
 
 __all__ = [
     "AT_LEAST_ONCE",
@@ -19,6 +20,7 @@ __all__ = [
     "SHUTDOWN_APPLICATION",
     "SHUTDOWN_CLIENT",
     "State",
+    "StateDirLockedError",
     "StreamsApp",
     "StreamsConfig",
     "StreamsConfigError",

@@ -13,9 +13,7 @@ assignor), so partition *p* of co-partitioned topics lands on the same instance;
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import logging
-import os
 import queue
 import threading
 import time
@@ -31,10 +29,6 @@ from edge.errors import StreamhouseError
 from edge.processor.config import StreamsConfig as TaskConfig
 from edge.processor.handlers import (
     DeadLetterQueueHandler,
-    ErrorContext,
-    ErrorResponse,
-    LogAndContinueHandler,
-    LogAndFailHandler,
 )
 from edge.runtime.commit import Committer, ProducerFencedError, TransactionAbortedError
 from edge.runtime.config import (
@@ -50,16 +44,14 @@ from edge.runtime.producer import KafkaCollector, is_fenced
 from edge.runtime.restore import ChangelogReader, RestoreProgress
 from edge.runtime.standby import StandbyManager
 from edge.runtime.state import Lifecycle, State, StateListener
+from edge.runtime.statedir import lock_state_dir, persisted_instance_id, unlock_state_dir
+from edge.runtime.stats import CountingHandler, RuntimeStats, build_handler
 from edge.runtime.tasks import TaskFactory, TaskKey, TaskRegistry
 from edge.runtime.topics import TopicPlan, ensure_internal_topics, metadata_topic_name, plan_topics
 
 log = logging.getLogger(__name__)
 
 UncaughtExceptionHandler = Callable[[BaseException], str]
-
-
-class StateDirLockedError(StreamhouseError):
-    pass
 
 
 def resolve_topology(obj: Any) -> Any:
@@ -73,61 +65,6 @@ def resolve_topology(obj: Any) -> Any:
     raise StreamsConfigError(
         f"expected a Topology, a StreamsBuilder or a function returning one, got {type(obj).__name__}"
     )
-
-
-class _CountingHandler:
-    """Wraps an exception handler to count errors and dead letters for the metrics endpoint."""
-
-    def __init__(self, inner: Any, kind: str, counters: dict[str, int]) -> None:
-        self.inner = inner
-        self.kind = kind
-        self.counters = counters
-
-    def handle(self, error: ErrorContext) -> ErrorResponse:
-        response = self.inner.handle(error)
-        c = self.counters
-        c[f"{self.kind}_errors"] = c.get(f"{self.kind}_errors", 0) + 1
-        if response.dead_letters:
-            c["dead_letters"] = c.get("dead_letters", 0) + len(response.dead_letters)
-        return response
-
-
-def _handler(name: str, obj: Any, dlq_topic: str | None) -> Any:
-    if obj is not None:
-        return obj
-    if name == "continue":
-        return LogAndContinueHandler()
-    if name == "dlq":
-        return DeadLetterQueueHandler(dlq_topic)  # type: ignore[arg-type]
-    return LogAndFailHandler()
-
-
-class RuntimeStats:
-    """Plain counters updated by the stream thread; the metrics endpoint reads them."""
-
-    def __init__(self) -> None:
-        self.records_processed = 0
-        self.batches = 0
-        self.process_seconds = 0.0
-        self.last_rate = 0.0
-        self._rate_mark = (time.monotonic(), 0)
-        self.errors: dict[str, int] = {}
-        self.consumer_lag: dict[tuple[str, int], int] = {}
-        self.store_sizes: dict[tuple[str, str], int] = {}
-        self.standby_store_sizes: dict[tuple[str, str], int] = {}
-        self.restores: list[RestoreProgress] = []
-        self.restored_records = 0
-        self.restore_seconds = 0.0
-        self.rebalances = 0
-        self.replaced_threads = 0
-        self.first_output_at: float | None = None
-
-    def tick_rate(self) -> None:
-        now = time.monotonic()
-        t0, n0 = self._rate_mark
-        if now - t0 >= 1.0:
-            self.last_rate = (self.records_processed - n0) / (now - t0)
-            self._rate_mark = (now, self.records_processed)
 
 
 class StreamsApp:
@@ -231,8 +168,8 @@ class StreamsApp:
         cfg = self.config
         app_dir = cfg.app_state_dir
         app_dir.mkdir(parents=True, exist_ok=True)
-        self._lock_state_dir(app_dir)
-        self.instance_id = cfg.instance_id or self._persisted_instance_id(app_dir)
+        self._lock_fd = lock_state_dir(app_dir, cfg.application_id)
+        self.instance_id = cfg.instance_id or persisted_instance_id(app_dir)
         client = cfg.client()
         self.client = client
         self.plan = plan_topics(
@@ -245,15 +182,15 @@ class StreamsApp:
         if dlq:
             create_topics(client, [TopicSpec(dlq, 1, cfg.replication_factor)])
         counters = self.stats.errors
-        deser = _handler(
+        deser = build_handler(
             cfg.default_deserialization_exception_handler, cfg.deserialization_exception_handler, dlq
         )
-        proc = _handler(cfg.default_processing_exception_handler, cfg.processing_exception_handler, dlq)
+        proc = build_handler(cfg.default_processing_exception_handler, cfg.processing_exception_handler, dlq)
         dlq_topics = {h.topic for h in (deser, proc) if isinstance(h, DeadLetterQueueHandler)}
         task_kwargs: dict[str, Any] = {
             "application_id": cfg.application_id,
-            "deserialization_exception_handler": _CountingHandler(deser, "deserialization", counters),
-            "processing_exception_handler": _CountingHandler(proc, "processing", counters),
+            "deserialization_exception_handler": CountingHandler(deser, "deserialization", counters),
+            "processing_exception_handler": CountingHandler(proc, "processing", counters),
             "cache_max_bytes": cfg.cache_max_bytes,
             "state_dir": Path(cfg.state_dir),
             "commit_interval_ms": cfg.effective_commit_interval_ms,
@@ -348,31 +285,6 @@ class StreamsApp:
         conf["group.id"] = f"{self.config.application_id}-{self.instance_id}-{role}"
         conf["client.id"] = f"{self._client_id}-{role}"
         return conf
-
-    def _lock_state_dir(self, app_dir: Path) -> None:
-        fd = os.open(app_dir / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            os.close(fd)
-            raise StateDirLockedError(
-                f"state directory {app_dir} is in use by another instance of {self.config.application_id!r}; "
-                "give each instance on this machine its own state.dir"
-            ) from None
-        self._lock_fd = fd
-
-    @staticmethod
-    def _persisted_instance_id(app_dir: Path) -> str:
-        path = app_dir / "instance.id"
-        try:
-            value = path.read_text().strip()
-            if value:
-                return value
-        except FileNotFoundError:
-            pass
-        value = uuid.uuid4().hex[:12]
-        path.write_text(value + "\n")
-        return value
 
     def _build_store_catalog(self) -> dict[str, dict[str, Any]]:
         """Store name -> sub-topology, partition count and key serde (for queries and metadata)."""
@@ -913,8 +825,7 @@ class StreamsApp:
                     setattr(holder, name, None)
         if self._lock_fd is not None:
             with contextlib.suppress(OSError):
-                fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
-                os.close(self._lock_fd)
+                unlock_state_dir(self._lock_fd)
             self._lock_fd = None
 
     # -- statistics ------------------------------------------------------------------------------------------

@@ -15,8 +15,8 @@ from edge.errors import StreamhouseError
 from edge.processor.api import Processor
 from edge.processor.record import Record
 from edge.runtime import State, StreamsApp, StreamsConfig, StreamsConfigError
-from edge.runtime.app import StateDirLockedError
 from edge.runtime.state import IllegalStateTransition, Lifecycle
+from edge.runtime.statedir import StateDirLockedError
 from edge.runtime.topics import CoPartitioningError, MissingSourceTopicError
 from edge.serde import Serdes
 from edge.state import key_value_store_builder
