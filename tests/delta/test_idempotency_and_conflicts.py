@@ -18,11 +18,12 @@ from assets.delta import (
 )
 from tests.delta.helpers import data_files_on_disk, log_actions
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
+pytestmark = [pytest.mark.spark]
 
 SCHEMA = "id long, part string"
 
 
+@pytest.mark.slow
 def test_retry_with_same_app_transaction_is_skipped(spark, tmp_lake: Path) -> None:
     table = tmp_lake / "idem"
     df = spark.createDataFrame([(1, "a"), (2, "b")], SCHEMA)
@@ -64,6 +65,7 @@ def _inject_concurrent_commit(monkeypatch: pytest.MonkeyPatch, action) -> None:
     monkeypatch.setattr(writer_module, "write_staged", staged_then_competitor)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["overwrite", "merge"])
 def test_concurrent_commit_conflict(
     spark, tmp_lake: Path, monkeypatch: pytest.MonkeyPatch, mode: str
@@ -127,6 +129,7 @@ def test_failed_spark_job_leaves_no_version_and_no_files(spark, tmp_lake: Path) 
     assert not list((table / "_staging").glob("*"))
 
 
+@pytest.mark.slow
 def test_error_after_the_log_entry_keeps_the_committed_files(
     spark, tmp_lake: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -17,7 +17,7 @@ from assets.delta import (
 from assets.delta.errors import StreamhouseError, WriteOptionsError
 from tests.delta.helpers import data_files_on_disk
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
+pytestmark = [pytest.mark.spark]
 
 
 @pytest.fixture

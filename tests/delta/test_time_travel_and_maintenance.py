@@ -24,7 +24,7 @@ from assets.delta import (
 )
 from tests.delta.helpers import data_files_on_disk, log_actions, spark_rows
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
+pytestmark = [pytest.mark.spark]
 
 SCHEMA = "id long, part string"
 
@@ -68,6 +68,7 @@ def test_vacuum_removes_unreferenced_files_after_overwrite(spark, tmp_lake: Path
     assert vacuum(table, retention_hours=168) == []
 
 
+@pytest.mark.slow
 def test_optimize_compacts_small_files_without_changing_data(spark, tmp_lake: Path) -> None:
     table = tmp_lake / "small_files"
     for batch in range(4):
@@ -89,6 +90,7 @@ def test_optimize_compacts_small_files_without_changing_data(spark, tmp_lake: Pa
     assert read_spark(spark, table).count() == len(before)
 
 
+@pytest.mark.slow
 def test_checkpoint_is_written_and_app_transactions_survive_it(spark, tmp_lake: Path) -> None:
     table = tmp_lake / "cp"
     write_delta(spark.createDataFrame([(1, "a")], SCHEMA), table, app_transactions=[AppTransaction("j", 1)])

@@ -11,7 +11,7 @@ from assets.delta import read_arrow, read_spark, table_version, write_delta
 from assets.delta.errors import WriteOptionsError
 from tests.delta.helpers import spark_rows
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
+pytestmark = [pytest.mark.spark]
 
 SCHEMA = "id long, name string, ts timestamp, day date, region string"
 TS = datetime(2024, 3, 1, 12, 30, 45, 123456)  # microseconds must survive every round trip
@@ -83,6 +83,7 @@ def test_overwrite_where_on_typed_partition_column(spark, tmp_lake) -> None:
     assert len([r for r in back if r.day != date(2024, 3, 1)]) == 4
 
 
+@pytest.mark.slow
 def test_merge_upserts_unpartitioned(spark, tmp_lake) -> None:
     table = tmp_lake / "dim"
     write_delta(spark.createDataFrame(_rows(range(5)), SCHEMA).repartition(2), table)
@@ -95,6 +96,7 @@ def test_merge_upserts_unpartitioned(spark, tmp_lake) -> None:
     assert back == {0: "n0", 1: "upd1", 2: "n2", 3: "upd3", 4: "n4", 9: "new9"}
 
 
+@pytest.mark.slow
 def test_merge_partitioned_rewrites_only_touched_files(spark, tmp_lake) -> None:
     table = tmp_lake / "dim_by_region"
     rows = [*_rows([1, 2], "eu"), *_rows([3], "us"), *_rows([4], None)]
@@ -106,6 +108,7 @@ def test_merge_partitioned_rewrites_only_touched_files(spark, tmp_lake) -> None:
     assert back == {("eu", 1): "n1", ("eu", 2): "upd2", ("us", 3): "n3", (None, 4): "n4", ("apac", 5): "new5"}
 
 
+@pytest.mark.slow
 def test_merge_creates_missing_table_and_rejects_duplicate_keys(spark, tmp_lake) -> None:
     table = tmp_lake / "fresh"
     result = write_delta(spark.createDataFrame(_rows([1, 2]), SCHEMA), table, mode="merge", merge_keys=["id"])
