@@ -18,8 +18,11 @@ from edge.errors import StreamhouseError, TopologyError
 from edge.kafka import KafkaClientConfig, TopicSpec, create_topics
 
 
-class MissingSourceTopicError(StreamhouseError):
-    pass
+class MissingTopicError(StreamhouseError):
+    """A source, global or output topic the topology names does not exist (topics are never auto-created)."""
+
+
+MissingSourceTopicError = MissingTopicError
 
 
 class CoPartitioningError(TopologyError):
@@ -85,7 +88,7 @@ def plan_topics(
         for topic in st.source_topics:
             name = resolve(topic, application_id)
             if name not in existing:
-                raise MissingSourceTopicError(
+                raise MissingTopicError(
                     f"global table topic {name!r} does not exist; create it before starting "
                     f"{application_id!r}"
                 )
@@ -95,8 +98,16 @@ def plan_topics(
         {t for st in subs for t in st.source_topics if t not in internal_names and t not in existing}
     )
     if missing:
-        raise MissingSourceTopicError(
+        raise MissingTopicError(
             f"source topic(s) {', '.join(repr(t) for t in missing)} do not exist; create them before "
+            f"starting application {application_id!r} (topics are never auto-created)"
+        )
+    missing_sinks = sorted(
+        {t for st in subs for t in st.sink_topics if t not in internal_names and t not in existing}
+    )
+    if missing_sinks:
+        raise MissingTopicError(
+            f"output topic(s) {', '.join(repr(t) for t in missing_sinks)} do not exist; create them before "
             f"starting application {application_id!r} (topics are never auto-created)"
         )
     # Repartition topics take the partition count of the sub-topology writing into them.

@@ -539,3 +539,13 @@ def test_query_port_in_use_is_a_clear_error(kafka_broker, make_topic, unique_nam
     app.start()
     app.close(20)
     assert app.state is State.NOT_RUNNING
+
+
+def test_missing_output_topic_is_a_clear_error(kafka_broker, make_topic, unique_name, tmp_path):
+    src = make_topic("in", 1)
+    t = Topology()
+    t.add_source("src", src)
+    t.add_processor("p", _Pass, "src")
+    t.add_sink("sink", "no-such-output-topic", "p")
+    with pytest.raises(MissingSourceTopicError, match="output topic\\(s\\) 'no-such-output-topic'"):
+        StreamsApp(t, _config(kafka_broker, unique_name("app"), tmp_path)).start()
