@@ -344,6 +344,7 @@ def bench(
     role: str = "relay",
     table: tuple[str, int] | None = None,
     poll_ms: dict[str, int] | None = None,
+    repeated: tuple[str, ...] = REPEATED,
 ) -> list[dict[str, Any]]:
     """Sweep the configurations, then repeat baseline/tuned until each has ``repeats`` runs.
 
@@ -352,7 +353,7 @@ def bench(
     """
     configs = configs or CONFIGS
     order = list(configs)
-    order += [n for _ in range(repeats - 1) for n in REPEATED if n in configs]
+    order += [n for _ in range(repeats - 1) for n in repeated if n in configs]
     runs: dict[str, list[dict[str, Any]]] = {n: [] for n in configs}
     for i, name in enumerate(order):
         cons, prod = configs[name]
