@@ -26,6 +26,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from edge.errors import StreamhouseError
+from edge.kafka import BrokerProfile
 from edge.processor.config import StreamsConfig as TaskConfig
 from edge.processor.handlers import (
     DeadLetterQueueHandler,
@@ -247,6 +248,7 @@ class StreamsApp:
             self._aux_consumer_conf("restore"),
             batch_records=cfg.restore_batch_records,
             timeout_ms=cfg.restore_timeout_ms,
+            silent_ahead_s=5.0 if cfg.broker_profile == BrokerProfile.EMBEDDED else None,
         )
         self.global_state = None
         self.registry = TaskRegistry(self.plan.subtopology_of_topic())

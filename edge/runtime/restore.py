@@ -84,6 +84,7 @@ class ChangelogReader:
         batch_records: int = 5000,
         timeout_ms: int = 60_000,
         on_progress: Callable[[RestoreProgress], None] | None = None,
+        silent_ahead_s: float | None = None,
     ) -> None:
         conf = dict(consumer_config)
         conf.update(
@@ -99,6 +100,9 @@ class ChangelogReader:
         self.batch_records = batch_records
         self.timeout_s = timeout_ms / 1000
         self.on_progress = on_progress
+        #: Brokers that neither reset nor report EOF for a fetch beyond the end (the embedded one): a
+        #: checkpointed partition silent for this long is treated as shorter than the local state.
+        self.silent_ahead_s = silent_ahead_s
         self.total_restored = 0
         self.total_seconds = 0.0
 
@@ -125,6 +129,7 @@ class ChangelogReader:
             [TopicPartition(t, p, max(0, tg.progress.start_offset)) for (t, p), tg in by_tp.items()]
         )
         pending = set(by_tp)
+        heard: set[tuple[str, int]] = set()
         started = time.monotonic()
         last_activity = started
         last_log = started
@@ -135,6 +140,24 @@ class ChangelogReader:
                     return
                 msgs = consumer.consume(self.batch_records, 0.2)
                 now = time.monotonic()
+                if self.silent_ahead_s is not None and now - started > self.silent_ahead_s:
+                    for tp in sorted(pending - heard):
+                        target = by_tp[tp]
+                        if target.progress.start_offset > 0:
+                            # nothing at all from a checkpointed position: it lies beyond the end
+                            log.warning(
+                                "changelog %s-%d answers nothing at checkpointed offset %d: assuming the "
+                                "changelog is shorter than the local state (recreated topic / restarted "
+                                "in-memory broker); the store will be rebuilt",
+                                tp[0],
+                                tp[1],
+                                target.progress.start_offset,
+                            )
+                            target.ahead_of_changelog = True
+                            target.progress.finished_at = now
+                            pending.discard(tp)
+                    if not pending:
+                        break
                 if not msgs:
                     if now - last_activity > self.timeout_s:
                         stuck = ", ".join(f"{t}-{p}" for t, p in sorted(pending))
@@ -149,6 +172,7 @@ class ChangelogReader:
                 for msg in msgs:
                     err = msg.error()
                     tp = (msg.topic(), msg.partition())
+                    heard.add(tp)
                     if err is not None:
                         if err.code() == KafkaError._PARTITION_EOF:
                             finished.append(tp)

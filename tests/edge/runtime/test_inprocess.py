@@ -549,3 +549,37 @@ def test_missing_output_topic_is_a_clear_error(kafka_broker, make_topic, unique_
     t.add_sink("sink", "no-such-output-topic", "p")
     with pytest.raises(MissingSourceTopicError, match="output topic\\(s\\) 'no-such-output-topic'"):
         StreamsApp(t, _config(kafka_broker, unique_name("app"), tmp_path)).start()
+
+
+@pytest.mark.slow
+def test_checkpoint_beyond_changelog_end_rebuilds_the_store(
+    kafka_broker, make_topic, unique_name, tmp_path, monkeypatch
+):
+    """E.g. the in-memory embedded broker was restarted: the local state claims more than the changelog."""
+    from edge.state.checkpoint import write_checkpoint
+
+    src, out = make_topic("in", 1), make_topic("out", 1)
+    monkeypatch.setenv("EDGE_IN", src)
+    monkeypatch.setenv("EDGE_OUT", out)
+    from tests.edge.runtime.apps.count_app import counts
+
+    app_id = unique_name("app")
+    cfg = _config(kafka_broker, app_id, tmp_path)
+    app = StreamsApp(counts, cfg)
+    app.start()
+    assert app.wait_until_running(30)
+    produce(kafka_broker, src, [(f"k{i % 5}", i) for i in range(50)])
+    reader = OutputReader(kafka_broker, out, unique_name("reader"))
+    reader.wait_for(lambda r: len(r.records) >= 50)
+    reader.close()
+    app.close(20)
+    write_checkpoint(tmp_path / app_id / "0_0" / ".checkpoint", {(f"{app_id}-counts-changelog", 0): 10_000})
+    app = StreamsApp(counts, cfg)
+    app.start()
+    try:
+        assert app.wait_until_running(60)
+        assert app.reader.total_restored == 50
+        with urllib.request.urlopen(f"http://{app.advertised_server}/v1/stores/counts/keys/k1") as resp:
+            assert json.loads(resp.read())["value"] == 10
+    finally:
+        app.close(20)
