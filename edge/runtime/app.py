@@ -395,13 +395,14 @@ class StreamsApp:
             consumer_config=self._aux_consumer_conf("global"),
             batch_records=self.config.restore_batch_records,
             timeout_ms=self.config.restore_timeout_ms,
+            silent_ahead_s=self.reader.silent_ahead_s,
         )
         self.restoring = True
-        self.stats.restores.extend(self.global_state.progress)
         try:
             self.global_state.bootstrap()
         finally:
             self.restoring = False
+            self.stats.restores.extend(self.global_state.progress)
 
     def _loop(self) -> None:
         cfg = self.config

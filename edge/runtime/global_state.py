@@ -41,11 +41,20 @@ class GlobalState:
         consumer_config: dict[str, Any],
         batch_records: int,
         timeout_ms: int,
+        silent_ahead_s: float | None = None,
     ) -> None:
         self.dir = task_dir(state_dir, application_id, GLOBAL_TASK_ID)
         self.topic_partitions = topic_partitions
-        pt = topology.build_processor_topology(subtopology_id, task_config)
-        self.task = StreamTask(GLOBAL_TASK_ID, pt, task_config, collector, None, partition=0)
+        self._new_task = lambda: StreamTask(
+            GLOBAL_TASK_ID,
+            topology.build_processor_topology(subtopology_id, task_config),
+            task_config,
+            collector,
+            None,
+            partition=0,
+        )
+        self.task = self._new_task()
+        self.silent_ahead_s = silent_ahead_s
         conf = dict(consumer_config)
         conf.update(
             {"enable.auto.commit": False, "enable.partition.eof": True, "auto.offset.reset": "earliest"}
@@ -66,6 +75,24 @@ class GlobalState:
         if checkpoint is None:
             wipe_task_state(self.dir)
             checkpoint = {}
+        if not self._load(checkpoint):
+            log.warning(
+                "global topics hold less than the global stores' checkpoint (recreated topics / restarted "
+                "in-memory broker); rebuilding the global stores from the beginning"
+            )
+            self.task.close()
+            wipe_task_state(self.dir)
+            self.task = self._new_task()
+            self.offsets = {}
+            self.progress.clear()
+            if not self._load({}):
+                raise RestoreError("global stores could not be loaded from the beginning of their topics")
+        self.checkpoint()
+        total = sum(pr.restored for pr in self.progress)
+        log.info("global stores %s loaded: %d records", sorted(self.task.stores), total)
+
+    def _load(self, checkpoint: dict[tuple[str, int], int]) -> bool:
+        """Read every partition to its end; False if a checkpointed position lies beyond the end."""
         self.dir.mkdir(parents=True, exist_ok=True)
         self.task.initialize()
         persistent = all(s.persistent for s in self.task.stores.values())
@@ -80,9 +107,13 @@ class GlobalState:
         self._consumer.assign(assignment)
         by_tp = {(pr.topic, pr.partition): pr for pr in self.progress}
         pending = set(by_tp)
-        last = time.monotonic()
+        heard: set[tuple[str, int]] = set()
+        started = last = time.monotonic()
         while pending:
             msgs = self._consumer.consume(self.batch_records, 0.2)
+            silent = self.silent_ahead_s is not None and time.monotonic() - started > self.silent_ahead_s
+            if silent and any(by_tp[tp].start_offset > 0 for tp in pending - heard):
+                return False  # the embedded broker answers nothing beyond a partition's end
             if not msgs:
                 if time.monotonic() - last > self.timeout_s:
                     raise RestoreError(
@@ -92,22 +123,25 @@ class GlobalState:
             last = time.monotonic()
             for msg in msgs:
                 tp = (msg.topic(), msg.partition())
+                heard.add(tp)
                 err = msg.error()
                 if err is not None:
                     if err.code() == KafkaError._PARTITION_EOF:
+                        if msg.offset() < by_tp[tp].start_offset:
+                            return False
                         if tp in pending:
                             pending.discard(tp)
                             by_tp[tp].end_offset = msg.offset()
                             by_tp[tp].finished_at = time.monotonic()
                         continue
                     raise RestoreError(f"global consumer error on {tp[0]}-{tp[1]}: {err}")
+                if by_tp[tp].restored == 0 and msg.offset() < by_tp[tp].start_offset:
+                    return False  # the broker reset us below the checkpoint: the topic lost data
                 self._apply(msg)
                 pr = by_tp[tp]
                 pr.restored += 1
                 pr.last_offset = msg.offset()
-        self.checkpoint()
-        total = sum(pr.restored for pr in self.progress)
-        log.info("global stores %s loaded: %d records", sorted(self.task.stores), total)
+        return True
 
     def _apply(self, msg: Any) -> None:
         ts = msg.timestamp()[1]

@@ -583,3 +583,40 @@ def test_checkpoint_beyond_changelog_end_rebuilds_the_store(
             assert json.loads(resp.read())["value"] == 10
     finally:
         app.close(20)
+
+
+@pytest.mark.slow
+def test_global_checkpoint_beyond_topic_end_reloads_global_stores(
+    kafka_broker, make_topic, unique_name, tmp_path
+):
+    from edge.state.checkpoint import write_checkpoint
+
+    users, orders, out = make_topic("users", 1), make_topic("orders", 1), make_topic("out", 1)
+    produce(kafka_broker, users, [(f"u{i}", {"name": f"user-{i}"}) for i in range(30)])
+
+    def topology() -> Topology:
+        t = Topology()
+        t.add_global_store(
+            key_value_store_builder("users", Serdes.string(), Serdes.json()),
+            "users-src",
+            users,
+            "users-loader",
+            _GlobalLoader,
+            key_serde=Serdes.string(),
+            value_serde=Serdes.json(),
+        )
+        t.add_source("orders-src", orders, key_serde=Serdes.string(), value_serde=Serdes.json())
+        t.add_processor("enrich", _Enrich, "orders-src")
+        t.add_sink("sink", out, "enrich", key_serde=Serdes.string(), value_serde=Serdes.json())
+        return t
+
+    app_id = unique_name("app")
+    write_checkpoint(tmp_path / app_id / "global" / ".checkpoint", {(users, 0): 5_000})
+    app = StreamsApp(topology, _config(kafka_broker, app_id, tmp_path))
+    app.start()
+    try:
+        assert app.wait_until_running(60)
+        with urllib.request.urlopen(f"http://{app.advertised_server}/v1/stores/users/keys/u29") as resp:
+            assert json.loads(resp.read())["value"] == {"name": "user-29"}
+    finally:
+        app.close(20)
