@@ -1,4 +1,24 @@
-"""Delta Lake layer: Spark writes Parquet, deltalake (delta-rs) commits; readers for Spark/Arrow/DuckDB."""
+"""Delta Lake layer: Spark writes Parquet, deltalake (delta-rs) commits; readers for Spark/Arrow/DuckDB.
+
+No Delta jar can be loaded into Spark here, so a write is: Spark writes Parquet into
+`<table>/_staging/<write id>/` -> footer stats + partition values per file -> files move into the table
+-> ONE commit through a `DeltaTable` handle loaded before the write (adds, removes, app transactions,
+commit metadata). The table schema always comes from Spark's schema JSON (micro timestamps, reader
+version 1, no `timestampNanos`/`timestampNtz` features), so every Delta reader can read the tables.
+
+Modes of `write_delta`:
+- `append`; `overwrite` (replace all rows);
+- `overwrite_where` (`where={partition column: value | [values]}`, None = null partition; keys must be
+  partition columns and every row of the DataFrame must fall inside the predicate);
+- `merge` (upsert on `merge_keys`: only the files holding a matching key are rewritten).
+
+Guarantees: a write is one version or nothing (conflicting concurrent commits raise
+CommitConflictError: retry); a retry carrying already-committed `AppTransaction`s is skipped; schema
+changes raise SchemaMismatchError unless `schema_evolution=True` adds nullable columns (same commit for
+`overwrite`; a metadata-only commit right before the data commit for the other modes, because
+delta-rs 1.6.6 ignores schema changes in append-mode transactions). Files moved into the table are
+deleted again when the commit provably did not land.
+"""
 
 from assets.delta.errors import (
     CommitConflictError,
