@@ -610,7 +610,8 @@ class StreamsApp:
         ]
         stats.restores.append(progress)
         stats.restored_records += progress.restored
-        stats.restore_seconds += progress.elapsed_s
+        # wall-clock time of the restore passes (partitions restored together overlap in time)
+        stats.restore_seconds = self.reader.total_seconds
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         registry = self.registry

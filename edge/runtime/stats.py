@@ -60,6 +60,7 @@ class RuntimeStats:
         self.standby_store_sizes: dict[tuple[str, str], int] = {}
         self.restores: list[RestoreProgress] = []
         self.restored_records = 0
+        #: wall-clock seconds spent restoring active tasks (all partitions of a rebalance restore together)
         self.restore_seconds = 0.0
         self.rebalances = 0
         self.replaced_threads = 0
