@@ -1,4 +1,33 @@
-"""The Kafka runtime: runs a topology against Kafka, scales out by consumer group, survives crashes."""
+"""The Kafka runtime: runs a topology against Kafka, scales out by consumer group, survives crashes.
+
+Run an app::
+
+    app = StreamsApp(topology_or_builder, {"application.id": "wordcount", "bootstrap.servers": "host:9092"})
+    app.start()            # validates, creates internal topics, processes in the background
+    ...
+    app.close()            # commit, close stores, leave the group
+
+or from the command line: ``streamhouse edge run my.module:topology --application-id wordcount``
+(``-c key=value`` for any setting below; SIGTERM/SIGINT shut down gracefully).
+
+Settings (Kafka Streams names): ``application.id`` (consumer group, internal topic prefix, state
+subdirectory), ``bootstrap.servers``, ``broker.profile`` (embedded | real), ``state.dir``,
+``processing.guarantee`` (at_least_once | exactly_once_v2), ``commit.interval.ms`` (default 30000, or
+100 under exactly-once), ``num.standby.replicas``, ``replication.factor`` (internal topics),
+``application.server`` (advertised host:port of the query/metrics server; port 0 = free port),
+``http.bind.host`` (default 127.0.0.1), ``http.enabled``, ``instance.id`` (stable id; default
+persisted in the state dir; names the transactional.id), ``cache.max.bytes.buffering``,
+``max.poll.records``, ``poll.ms``, ``restore.batch.records``, ``restore.timeout.ms``,
+``metadata.interval.ms``, ``transaction.timeout.ms``, ``default.deserialization.exception.handler`` /
+``default.processing.exception.handler`` (fail | continue | dlq), ``errors.dead.letter.queue.topic.name``,
+``uncaught.exception.response`` (shutdown_client | shutdown_application | replace_thread), and
+``consumer.<prop>`` / ``producer.<prop>`` for librdkafka overrides.
+
+Internal topics: ``<application.id>-<store>-changelog`` (compacted, one partition per task),
+``<application.id>-<name>`` repartition topics, ``<application.id>-instances`` (who hosts what, for
+interactive queries). Producers feeding an app whose stores are queried must partition keys like Kafka's
+Java client (librdkafka: ``partitioner=murmur2_random``).
+"""
 
 from edge.runtime.app import StreamsApp, resolve_topology
 from edge.runtime.config import (
