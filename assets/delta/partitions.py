@@ -146,9 +146,15 @@ def spark_predicate(typed_where: Mapping[str, list[Any]]) -> Any:
     """The same predicate as a Spark Column (null-aware), for validating the DataFrame's rows."""
     from pyspark.sql import functions as F
 
+    def spark_literal(value: Any) -> Any:
+        # Naive datetimes are UTC here; PySpark would read a naive datetime as process-local time.
+        if isinstance(value, datetime) and value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value
+
     condition = None
     for key, accepted in typed_where.items():
-        non_null = [v for v in accepted if v is not None]
+        non_null = [spark_literal(v) for v in accepted if v is not None]
         clause = F.col(key).isin(non_null) if non_null else F.lit(False)
         if len(non_null) != len(accepted):
             clause = clause | F.col(key).isNull()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 from urllib.parse import unquote
@@ -32,6 +32,9 @@ class ActiveFile:
     size: int
     partition_values: dict[str, str | None]
     num_records: int | None
+    # per-file bounds of top-level columns from the log's stats (absent when not recorded)
+    min_values: dict[str, Any] = field(default_factory=dict)
+    max_values: dict[str, Any] = field(default_factory=dict)
 
 
 def table_exists(table_uri: str | os.PathLike[str]) -> bool:
@@ -89,11 +92,15 @@ def active_files(dt: DeltaTable) -> list[ActiveFile]:
     actions = pa.table(dt.get_add_actions(flatten=True))
     parts = partition_columns(dt)
     columns = actions.to_pydict()
+    top_level = [f["name"] for f in schema_json(dt)["fields"]]
+    bounded = [c for c in top_level if f"min.{c}" in columns and f"max.{c}" in columns]
     files: list[ActiveFile] = []
     for i, path in enumerate(columns.get("path", [])):
         values = {p: to_partition_string(columns[f"partition.{p}"][i]) for p in parts}
         num = columns.get("num_records", [None] * (i + 1))[i]
-        files.append(ActiveFile(unquote(path), int(columns["size_bytes"][i]), values, num))
+        mins = {c: columns[f"min.{c}"][i] for c in bounded if columns[f"min.{c}"][i] is not None}
+        maxs = {c: columns[f"max.{c}"][i] for c in bounded if columns[f"max.{c}"][i] is not None}
+        files.append(ActiveFile(unquote(path), int(columns["size_bytes"][i]), values, num, mins, maxs))
     return files
 
 

@@ -16,6 +16,7 @@ import posixpath
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
 from deltalake import CommitProperties, DeltaTable, Field, Transaction
@@ -35,7 +36,6 @@ from assets.delta.partitions import (
     parse_partition_value,
     partition_matches,
     spark_predicate,
-    to_partition_string,
 )
 from assets.delta.reader import FILE_NAME_COL, check_plain_parquet_readable, read_files
 from assets.delta.schema import (
@@ -185,9 +185,10 @@ def _plan_merge(
     files = active_files(dt)
     table_schema = schema_json(dt)
     if parts and set(parts) <= set(keys):  # only partitions present in the source can hold its keys
+        # Spark renders the values as strings (session time zone UTC): no Python-side tz conversion.
         wanted = {
-            tuple(parse_partition_value(to_partition_string(row[p]), partition_types[p]) for p in parts)
-            for row in df.select(*parts).distinct().collect()
+            tuple(parse_partition_value(row[p], partition_types[p]) for p in parts)
+            for row in df.select(*[F.col(p).cast("string").alias(p) for p in parts]).distinct().collect()
         }
         files = [
             f
@@ -195,6 +196,7 @@ def _plan_merge(
             if tuple(parse_partition_value(f.partition_values[p], partition_types[p]) for p in parts)
             in wanted
         ]
+    files = _prune_by_key_ranges(df, files, [k for k in keys if k not in parts], plan)
     if not files:
         return df, []
 
@@ -211,6 +213,66 @@ def _plan_merge(
     )
     combined = kept.unionByName(df, allowMissingColumns=True).select(*plan.column_order)
     return combined, affected
+
+
+_RANGE_PRUNABLE = {"byte", "short", "integer", "long", "date", "timestamp", "string"}
+
+
+_EPOCH = datetime(1970, 1, 1)
+
+
+def _comparable(value: Any) -> Any:
+    """delta-rs returns tz-aware datetimes; compare everything as naive UTC."""
+    if isinstance(value, datetime) and value.tzinfo is not None:
+        return value.astimezone(UTC).replace(tzinfo=None)
+    return value
+
+
+def _prune_by_key_ranges(
+    df: DataFrame, files: list[ActiveFile], keys: Sequence[str], plan: SchemaPlan
+) -> list[ActiveFile]:
+    """Drop files whose min/max stats of some merge key cannot overlap the source's key range.
+
+    With time-ordered or sequential keys this keeps an upsert of recent rows from scanning the whole
+    table. A file without bounds for a key is always kept.
+    """
+    from pyspark.sql import functions as F
+
+    types = {f["name"]: f["type"] for f in plan.target["fields"]}
+    keys = [k for k in keys if types.get(k) in _RANGE_PRUNABLE]
+    if not keys or not files or not any(f.min_values for f in files):
+        return files
+
+    # Timestamps travel as epoch microseconds: PySpark would convert them to the *process's* local
+    # time zone, while the stats are UTC.
+    def bound(fn: Any, key: str) -> Any:
+        return F.unix_micros(fn(key)) if types[key] == "timestamp" else fn(key)
+
+    row = df.agg(
+        *[bound(F.min, k).alias(f"lo{i}") for i, k in enumerate(keys)],
+        *[bound(F.max, k).alias(f"hi{i}") for i, k in enumerate(keys)],
+    ).collect()[0]
+    bounds = {
+        name: _EPOCH + timedelta(microseconds=row[name])
+        if types[keys[int(name[2:])]] == "timestamp" and row[name] is not None
+        else row[name]
+        for name in row.asDict()
+    }
+
+    def may_overlap(f: ActiveFile) -> bool:
+        for i, key in enumerate(keys):
+            lo, hi = _comparable(bounds[f"lo{i}"]), _comparable(bounds[f"hi{i}"])
+            if lo is None:  # source keys all null: nothing can match
+                return False
+            f_lo, f_hi = _comparable(f.min_values.get(key)), _comparable(f.max_values.get(key))
+            try:
+                if (f_hi is not None and f_hi < lo) or (f_lo is not None and f_lo > hi):
+                    return False
+            except TypeError:
+                continue
+        return True
+
+    return [f for f in files if may_overlap(f)]
 
 
 def _remove_actions(files: Sequence[ActiveFile], now_ms: int) -> list[RemoveAction]:

@@ -152,3 +152,51 @@ def test_typed_partition_columns_round_trip(spark, tmp_lake) -> None:
     assert result.files_removed == 1
     assert sorted(r.id for r in read_spark(spark, table).collect()) == [1, 20]
     assert [r.id for r in read_spark(spark, table, partitions={"n": 5, "flag": True}).collect()] == [1]
+
+
+@pytest.mark.slow
+def test_merge_skips_files_whose_key_range_cannot_match(spark, tmp_lake) -> None:
+    table = tmp_lake / "ranges"
+    write_delta(spark.createDataFrame(_rows(range(0, 10)), SCHEMA).coalesce(1), table)
+    write_delta(spark.createDataFrame(_rows(range(100, 110)), SCHEMA).coalesce(1), table)
+    upsert = spark.createDataFrame([*_rows([105], name="upd"), *_rows([500], name="new")], SCHEMA)
+    result = write_delta(upsert, table, mode="merge", merge_keys=["id"])
+    assert result.files_removed == 1 and result.rows_written == 11  # only the 100..109 file is rewritten
+    back = {r.id: r.name for r in read_spark(spark, table).collect()}
+    assert len(back) == 21 and back[105] == "upd105" and back[500] == "new500" and back[5] == "n5"
+
+
+@pytest.mark.slow
+def test_timestamps_do_not_depend_on_the_python_process_time_zone(spark, tmp_lake, monkeypatch) -> None:
+    """PySpark converts naive datetimes with the *process* time zone; the Delta layer must not."""
+    import time
+
+    table = tmp_lake / "tz"
+    hour = datetime(2024, 6, 1, 3, 0, 0)
+    base = spark.createDataFrame(
+        [(1, hour, TS), (2, hour.replace(hour=4), TS)], "id long, hour timestamp, ts timestamp"
+    )
+    write_delta(base, table, partition_by=["hour"])
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    try:
+        upsert = spark.sql(
+            "select 1L as id, timestamp'2024-06-01 03:00:00' as hour, timestamp'2030-01-01' as ts"
+        )
+        result = write_delta(upsert, table, mode="merge", merge_keys=["hour", "id", "ts"])
+        assert result.files_removed == 0  # new (hour, id, ts) key: inserted, nothing rewritten
+        upsert = spark.sql(
+            "select 1L as id, timestamp'2024-06-01 03:00:00' as hour, "
+            "timestamp'2024-03-01 12:30:45.123456' as ts"
+        )
+        result = write_delta(upsert, table, mode="merge", merge_keys=["hour", "id", "ts"])
+        assert result.files_removed == 1
+        replacement = spark.sql(
+            "select 9L as id, timestamp'2024-06-01 04:00:00' as hour, timestamp'2024-01-01' as ts"
+        )
+        result = write_delta(replacement, table, mode="overwrite_where", where={"hour": hour.replace(hour=4)})
+        assert result.files_removed == 1
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    assert sorted(r.id for r in read_spark(spark, table).collect()) == [1, 1, 9]
