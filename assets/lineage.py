@@ -115,3 +115,28 @@ def png_metadata(png: bytes, path: Path) -> dict[str, Any]:
         "plot": MetadataValue.md(f"![plot](data:image/png;base64,{encoded})"),
         "plot_path": MetadataValue.path(str(path)),
     }
+
+
+def upstream_inputs(lake_root: str, inputs: Mapping[str, int | None]) -> dict[str, Any]:
+    """The inputs recorded by each input's own commit: gold → silver version → bronze version.
+
+    ``inputs`` maps ``layer/table`` to the version read; the result maps ``layer/table@version`` to
+    that commit's ``streamhouse.inputs`` (empty when it recorded none).
+    """
+    from assets.delta import history
+
+    out: dict[str, Any] = {}
+    for name, version in inputs.items():
+        if version is None:
+            continue
+        uri = f"{lake_root.rstrip('/')}/{name}"
+        try:
+            entries = history(uri)
+        except Exception:  # lineage is best effort; never fail a materialization over it
+            continue
+        for entry in entries:
+            if entry.get("version") == version:
+                raw = entry.get("streamhouse.inputs")
+                out[f"{name}@{version}"] = json.loads(raw) if raw else {}
+                break
+    return out

@@ -62,7 +62,7 @@ def _produce(client: KafkaClientConfig, events: int, prefix: str) -> tuple[int, 
     return total, gen_s, prod_s
 
 
-def run(events: int, workdir: Path, spark, client: KafkaClientConfig) -> dict:
+def run(events: int, workdir: Path, spark, client: KafkaClientConfig, bronze_only: bool = False) -> dict:
     from dagster import DagsterInstance
 
     from orchestration.definitions import build_definitions
@@ -100,6 +100,9 @@ def run(events: int, workdir: Path, spark, client: KafkaClientConfig) -> dict:
         print(f"[{events:,}] bronze {topic}: {bronze[topic]}", flush=True)
     bronze_s = time.perf_counter() - t0
     bronze_total = sum(b["records"] for b in bronze.values())
+    if bronze_only:
+        print(f"[{events:,}] Kafka→bronze {bronze_total:,} records in {bronze_s:.1f}s", flush=True)
+        return {"events": events, "bronze": bronze, "bronze_records_per_s": round(bronze_total / bronze_s)}
 
     settings = Settings(
         broker_profile=client.profile, bootstrap_servers=client.bootstrap_servers, lake_root=lake
@@ -162,6 +165,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, action="append", help="events per run (repeatable)")
     parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--bronze-only", action="store_true", help="measure Kafka → bronze only (no JSON)")
     args = parser.parse_args()
     sizes = args.events or [1_000_000]
 
@@ -179,7 +183,9 @@ def main() -> None:
         with EmbeddedBroker(log_dir=workdir / "broker") as broker:
             client = KafkaClientConfig(broker.bootstrap_servers, BrokerProfile.EMBEDDED)
             for events in sizes:
-                results.append(run(events, workdir, spark, client))
+                results.append(run(events, workdir, spark, client, args.bronze_only))
+    if args.bronze_only:
+        return
     payload = {
         "benchmark": "lakehouse",
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "spark_master": args.master},

@@ -16,6 +16,7 @@ from dagster import (
     AssetKey,
     AssetsDefinition,
     MaterializeResult,
+    MetadataValue,
     TimeWindowPartitionMapping,
     asset,
 )
@@ -23,7 +24,13 @@ from dagster_pyspark import PySparkResource
 
 from assets import plots
 from assets.gold import transforms as T
-from assets.lineage import commit_lineage, png_metadata, read_partitions, table_metadata
+from assets.lineage import (
+    commit_lineage,
+    png_metadata,
+    read_partitions,
+    table_metadata,
+    upstream_inputs,
+)
 from assets.sample_data import CLICKS, CUSTOMERS, ORDERS, PRODUCTS
 from assets.silver.assets import MissingInputError, silver_key
 from orchestration.partitions import BACKFILL_POLICY, DAILY, to_date
@@ -96,7 +103,10 @@ def _write_gold(
             where={col: dates},
             commit_metadata=commit_lineage(inputs, partitions=",".join(d.isoformat() for d in dates)),
         )
-        meta = table_metadata(uri, commit, df, inputs=inputs, partitions=dates)
+        upstream = MetadataValue.json(upstream_inputs(lake.lake_root, inputs))
+        meta = table_metadata(
+            uri, commit, df, inputs=inputs, partitions=dates, extra={"upstream_versions": upstream}
+        )
         png = plot(df)
     finally:
         df.unpersist()

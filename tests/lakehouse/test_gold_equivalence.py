@@ -88,6 +88,10 @@ def test_gold_equals_duckdb_with_late_events_and_time_travel(lakehouse):
     mats = _materializations(runs[0])
     silver_orders_v = table_version(lh.uri("silver", "orders"))
     assert mats["gold/revenue_tumbling_5m"]["input_versions"] == {"silver/orders": silver_orders_v}
+    bronze_orders_v = table_version(lh.uri("bronze", "orders"))
+    assert mats["gold/revenue_tumbling_5m"]["upstream_versions"] == {
+        f"silver/orders@{silver_orders_v}": {"bronze/orders": bronze_orders_v}
+    }
     assert mats["gold/revenue_tumbling_5m"]["plot"].startswith("![plot](data:image/png;base64,")
     assert mats["gold/orders_enriched"]["input_versions"].keys() == {
         "silver/orders",
