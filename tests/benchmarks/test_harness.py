@@ -23,8 +23,6 @@ from benchmarks.common import (
 )
 from edge.kafka import KafkaClientConfig
 
-pytestmark = [pytest.mark.broker, pytest.mark.slow]
-
 
 def _check_schema(obj: dict) -> None:
     for f in REQUIRED_FIELDS:
@@ -51,6 +49,8 @@ def test_percentiles_nearest_rank() -> None:
     assert p == {"p50": 50, "p99": 99}
 
 
+@pytest.mark.broker
+@pytest.mark.slow
 def test_raw_loop_and_relay_write_valid_results(
     kafka_broker: KafkaClientConfig, unique_name: Callable[[str], str], tmp_path: Path
 ) -> None:
