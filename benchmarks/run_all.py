@@ -33,6 +33,7 @@ from benchmarks.common import (
     DEFAULT_KEYS,
     PLOTS_DIR,
     RESULTS_DIR,
+    ROOT,
     machine_info,
     not_available,
     prepare_input,
@@ -226,16 +227,81 @@ HOOKS: list[tuple[str, str, str, str]] = [
 ]  # fmt: skip
 
 
+LAKEHOUSE_RESULTS = RESULTS_DIR / "lakehouse.json"
+
+
+def _separate_lakehouse_measurement(name: str) -> dict[str, Any] | None:
+    """What the lakehouse's own benchmark (benchmarks/lakehouse_bench.py, a separate run with its own
+    broker) last recorded for this figure -- shown for information, never as this run's figure."""
+    try:
+        data = json.loads(LAKEHOUSE_RESULTS.read_text())
+        runs = data["runs"]
+        when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(LAKEHOUSE_RESULTS.stat().st_mtime))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if name == "lakehouse_bronze":
+        figures = {r["events"]: r.get("bronze_records_per_s") for r in runs}
+        return {"source": str(LAKEHOUSE_RESULTS.relative_to(ROOT)), "recorded_at": when,
+                "bronze_records_per_s_by_events": figures}  # fmt: skip
+    if name == "lakehouse_gold":
+        figures = {r["events"]: r.get("gold_materialization_s") for r in runs}
+        return {"source": str(LAKEHOUSE_RESULTS.relative_to(ROOT)), "recorded_at": when,
+                "gold_materialization_s_by_events": figures}  # fmt: skip
+    return None
+
+
+def bench_lakehouse_bronze(ctx: BenchContext, events: int) -> list[dict[str, Any]]:
+    """Opt-in (``--lakehouse``): the lakehouse's own Kafka -> bronze ingestion on the shared broker.
+
+    Calls ``benchmarks.lakehouse_bench.run(..., bronze_only=True)`` (owned by the lakehouse), which
+    produces its sample data to this run's broker and times ``ingest_topic`` per topic.
+    """
+    system, workload = "streamhouse-lakehouse", "kafka-to-bronze"
+    try:
+        from assets.spark.session import build_spark_session
+        from benchmarks import lakehouse_bench
+    except Exception as exc:
+        return [not_available(system, workload, 0, f"lakehouse benchmark does not import: {exc!r}")]
+    spark = build_spark_session(
+        "local[2]", app_name="streamhouse-bench",
+        extra_conf={"spark.driver.memory": "2g", "spark.ui.showConsoleProgress": "false"},
+    )  # fmt: skip
+    spark.sparkContext.setLogLevel("ERROR")
+    try:
+        out = lakehouse_bench.run(events, ctx.workdir, spark, ctx.client, bronze_only=True)
+    finally:
+        spark.stop()
+    records = sum(b["records"] for b in out["bronze"].values())
+    return [
+        result(
+            system,
+            workload,
+            records,
+            out["bronze_records_per_s"],
+            per_topic=out["bronze"],
+            source="benchmarks.lakehouse_bench.run(bronze_only=True) on the shared broker",
+        )
+    ]
+
+
 def run_hook(ctx: BenchContext, name: str, module: str, workload: str, what: str) -> list[dict[str, Any]]:
     system = "streamhouse-lakehouse" if name.startswith("lakehouse") else "streamhouse-edge"
     try:
         mod = importlib.import_module(module)
     except ModuleNotFoundError as exc:
         if exc.name and module.startswith(exc.name):
-            reason = f"no benchmark implementation yet ({module.replace('.', '/')}.py does not exist)"
+            reason = f"no hook in this run ({module.replace('.', '/')}.py does not exist)"
+            if name == "lakehouse_bronze":
+                reason += (
+                    "; not in the quick set (Spark); `run_all --lakehouse` runs the lakehouse's own ingestion"
+                )
         else:
             reason = f"{module} does not import: ModuleNotFoundError: {exc}"
-        return [not_available(system, workload, 0, reason, measures=what)]
+        extra = {"measures": what}
+        separate = _separate_lakehouse_measurement(name)
+        if separate:
+            extra["separate_measurement"] = separate
+        return [not_available(system, workload, 0, reason, **extra)]
     except Exception as exc:
         return [not_available(system, workload, 0, f"{module} does not import: {type(exc).__name__}: {exc}",
                               measures=what)]  # fmt: skip
@@ -450,6 +516,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--relay-repeats", type=int, default=3)
     ap.add_argument("--budget-s", type=float, default=DEFAULT_BUDGET_S)
     ap.add_argument("--skip-quix", action="store_true")
+    ap.add_argument(
+        "--lakehouse",
+        action="store_true",
+        help="also run the lakehouse's Kafka -> bronze ingestion (Spark; outside the 10-minute budget)",
+    )
+    ap.add_argument("--lakehouse-events", type=int, default=1_000_000)
     ap.add_argument("--only", default="", help="comma-separated benchmark names to run")
     ap.add_argument("--results-dir", type=Path, default=RESULTS_DIR)
     ap.add_argument("--plots-dir", type=Path, default=PLOTS_DIR)
@@ -505,6 +577,9 @@ def main(argv: list[str] | None = None) -> int:
             ("edge_instances", 40, lambda: bench_edge_instances(ctx)),
         ]
         for name, module, workload, what in HOOKS:
+            if name == "lakehouse_bronze" and a.lakehouse:
+                plan.append((name, -1e9, lambda: bench_lakehouse_bronze(ctx, a.lakehouse_events)))
+                continue
             plan.append((name, 0, lambda n=name, m=module, w=workload, h=what: run_hook(ctx, n, m, w, h)))
         for name, min_s, fn in plan:
             if not want(name):
