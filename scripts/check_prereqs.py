@@ -35,7 +35,7 @@ def java_major() -> tuple[int | None, str]:
 
 def main() -> int:
     problems = []
-    if sys.version_info < (3, 11):
+    if sys.version_info < (3, 11):  # noqa: UP036 (this script must run on old Pythons to say so)
         problems.append(
             f"Python >= 3.11 is required, found {sys.version.split()[0]} ({sys.executable}); "
             "install Python 3.11+ or run `make PYTHON=/path/to/python3.11`"
