@@ -524,16 +524,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--lakehouse-events", type=int, default=1_000_000)
     ap.add_argument("--only", default="", help="comma-separated benchmark names to run")
     ap.add_argument("--results-dir", type=Path, default=RESULTS_DIR)
-    ap.add_argument("--plots-dir", type=Path, default=PLOTS_DIR)
+    ap.add_argument(
+        "--plots-dir", type=Path, default=None, help=f"default {PLOTS_DIR} (not written by --only)"
+    )
     ap.add_argument("--keep-workdir", action="store_true")
     ap.add_argument("--plots-only", action="store_true", help="redraw the plots from <results-dir>/*.json")
     a = ap.parse_args(argv)
+    plots_dir: Path | None = a.plots_dir or (None if a.only else PLOTS_DIR)
     if a.plots_only:
         saved = json.loads((a.results_dir / "summary.json").read_text())["results"]
         grouped: dict[str, list[dict[str, Any]]] = {}
         for r in saved:
             grouped.setdefault(r.get("benchmark", "?"), []).append(r)
-        print("\n".join(map(str, make_plots(grouped, a.plots_dir))))
+        print("\n".join(map(str, make_plots(grouped, a.plots_dir or PLOTS_DIR))))
         return 0
 
     t_start = time.monotonic()
@@ -616,7 +619,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"work dir kept: {workdir}")
 
     targets = evaluate_targets(results)
-    plots = make_plots(results, a.plots_dir)
+    plots = make_plots(results, plots_dir) if plots_dir is not None else []
     summary = {
         "generated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "wall_s": round(time.monotonic() - t_start, 1),
@@ -636,9 +639,11 @@ def main(argv: list[str] | None = None) -> int:
         "plots": [str(p.relative_to(Path.cwd())) if p.is_relative_to(Path.cwd()) else str(p) for p in plots],
     }
     a.results_dir.mkdir(parents=True, exist_ok=True)
-    (a.results_dir / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
+    # A partial run (--only) must not replace the record of the whole quick set.
+    summary_path = a.results_dir / ("summary-partial.json" if only else "summary.json")
+    summary_path.write_text(json.dumps(summary, indent=2, default=str) + "\n")
     print_table(results, targets)
-    print(f"summary: {a.results_dir / 'summary.json'}; plots: {', '.join(map(str, plots)) or 'none'}")
+    print(f"summary: {summary_path}; plots: {', '.join(map(str, plots)) or 'none'}")
     print(f"wall time {summary['wall_s']} s")
     return 0
 
