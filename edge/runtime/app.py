@@ -43,7 +43,7 @@ from edge.runtime.global_state import GlobalState
 from edge.runtime.metadata import InstanceInfo, MetadataService
 from edge.runtime.producer import KafkaCollector, is_fenced
 from edge.runtime.restore import ChangelogReader, RestoreProgress
-from edge.runtime.standby import StandbyManager
+from edge.runtime.standby import StandbyManager, standby_wanted
 from edge.runtime.state import Lifecycle, State, StateListener
 from edge.runtime.statedir import lock_state_dir, persisted_instance_id, unlock_state_dir
 from edge.runtime.stats import CountingHandler, RuntimeStats, build_handler
@@ -273,7 +273,7 @@ class StreamsApp:
             metadata_topic_name(cfg.application_id),
             client.producer(**{"client.id": client_id + "-metadata", "linger.ms": 0}),
             self._aux_consumer_conf("metadata"),
-            InstanceInfo(self.instance_id, self.advertised_server, self.state.value),
+            InstanceInfo(self.instance_id, self.advertised_server, self.state.value, client_id=client_id),
             interval_ms=cfg.metadata_interval_ms,
         )
         self.metadata.start()
@@ -671,12 +671,7 @@ class StreamsApp:
         sm = self.standby
         if sm is None or self.plan is None or self.registry is None:
             return
-        n = self.config.num_standby_replicas
-        live = (
-            sorted(i.instance_id for i in self.metadata.live_instances())
-            if self.metadata
-            else [self.instance_id]
-        )
+        live = self.metadata.live_instances() if self.metadata else []
         wanted: set[TaskKey] = set()
         for st_plan in self.plan.subtopologies.values():
             if st_plan.id not in self._standby_eligible():
@@ -686,15 +681,9 @@ class StreamsApp:
                 if key in self.registry.tasks:
                     continue
                 owner = self.metadata.owner_of(st_plan.id, p) if self.metadata else None
-                if owner is None or len(live) <= n + 1:
-                    wanted.add(key)
-                    continue
-                ring = (
-                    live[live.index(owner.instance_id) + 1 :] + live[: live.index(owner.instance_id)]
-                    if owner.instance_id in live
-                    else live
-                )
-                if self.instance_id in ring[:n]:
+                if standby_wanted(
+                    self.instance_id, owner, live, st_plan.partitions, p, self.config.num_standby_replicas
+                ):
                     wanted.add(key)
         before = set(sm.tasks)
         sm.reconcile(wanted)

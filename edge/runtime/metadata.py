@@ -32,6 +32,8 @@ class InstanceInfo:
     standby: dict[int, list[int]] = field(default_factory=dict)
     ts: float = 0.0
     shutdown_requested: bool = False
+    #: the consumer's client.id (member ids start with it): orders members like the range assignor
+    client_id: str = ""
 
     def to_json(self) -> bytes:
         return orjson.dumps(
@@ -43,6 +45,7 @@ class InstanceInfo:
                 "standby": {str(k): v for k, v in self.standby.items()},
                 "ts": self.ts,
                 "shutdown": self.shutdown_requested,
+                "client_id": self.client_id,
             }
         )
 
@@ -57,6 +60,7 @@ class InstanceInfo:
             {int(k): list(v) for k, v in d.get("standby", {}).items()},
             float(d.get("ts", 0.0)),
             bool(d.get("shutdown", False)),
+            str(d.get("client_id", "")),
         )
 
 

@@ -1,5 +1,11 @@
 """Standby replicas: warm copies of other instances' persistent stores, kept by tailing changelogs.
 
+Placement: the group uses Kafka's range assignor, whose outcome is predictable -- partitions of each
+topic are split in contiguous ranges over the members sorted by member id (client.id + uuid; our
+client ids start with the instance id). For a task owned by instance O, the first standby goes to the
+instance that the range assignor would give the partition to if O failed (so a single failure needs
+no restore); further standbys follow in member order.
+
 A standby task opens the same store directories an active task would (``state_dir/<app>/<task>``) and
 applies changelog records with ``restore_batch`` from a separate assign-only consumer. Its checkpoint
 is written on commit and close, so when this instance takes the task over, the active task restores
@@ -246,3 +252,35 @@ class StandbyManager:
                 except Exception:
                     pass
         return out
+
+
+def range_owner(members: list[str], partitions: int, partition: int) -> str:
+    """Kafka's range assignment of ``partition`` over ``members`` (already sorted)."""
+    per, extra = divmod(partitions, len(members))
+    start = 0
+    for i, member in enumerate(members):
+        count = per + (1 if i < extra else 0)
+        if start <= partition < start + count:
+            return member
+        start += count
+    return members[-1]
+
+
+def standby_wanted(
+    me: str, owner: Any, live: list[Any], partitions: int, partition: int, replicas: int
+) -> bool:
+    """Should instance ``me`` keep a standby of (sub-topology, ``partition``) owned by ``owner``?"""
+    if owner is None or owner.instance_id == me:
+        return owner is None  # unknown owner: keep a copy until the metadata arrives
+    others = [i for i in live if i.instance_id != owner.instance_id]
+    if len(others) <= replicas:
+        return any(i.instance_id == me for i in others)
+    if any(not i.client_id for i in others):
+        ordered = sorted(i.instance_id for i in others)
+    else:
+        by_member = sorted(others, key=lambda i: i.client_id)
+        first = range_owner([i.instance_id for i in by_member], partitions, partition)
+        rest = [i.instance_id for i in by_member]
+        k = rest.index(first)
+        ordered = rest[k:] + rest[:k]
+    return me in ordered[:replicas]

@@ -452,6 +452,48 @@ def test_three_instances_keep_exactly_one_standby_per_task(
             assert time.monotonic() < deadline, f"active {active}, standby {standby}"
             time.sleep(0.2)
         assert all(len(s) == 2 for s in active)
+        # each standby sits where the range assignor moves its task if the task's owner fails
+        from edge.runtime.standby import range_owner
+
+        by_member = sorted(apps, key=lambda a: a._client_id)
+
+        def misplaced() -> list[tuple[int, str, str]]:
+            wrong = []
+            for owner in apps:
+                others = [a for a in by_member if a is not owner]
+                for _st, p in list(owner.registry.tasks):
+                    heir = range_owner([a.instance_id for a in others], 6, p)
+                    holder = next(a for a in apps if a.instance_id == heir)
+                    if (0, p) not in holder.standby.tasks:
+                        wrong.append((p, owner.instance_id, heir))
+            return wrong
+
+        deadline = time.monotonic() + 10
+        while misplaced():
+            assert time.monotonic() < deadline, misplaced()
+            time.sleep(0.2)
+        produce(kafka_broker, src, [(f"k{i}", i) for i in range(600)])
+        reader = OutputReader(kafka_broker, out, unique_name("reader"))
+        reader.wait_for(lambda r: len(r.records) >= 600, timeout=30)
+        reader.close()
+        time.sleep(1.0)  # standbys tail the changelogs
+        # the last member in the range order: its failure also moves tasks between the survivors
+        victim = by_member[-1]
+        survivors = [a for a in apps if a is not victim]
+        before = [a.reader.total_restored for a in survivors]
+        victim.close(20)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                owned = [set(a.registry.tasks) for a in survivors]
+            except RuntimeError:
+                continue
+            if all(a.state is State.RUNNING for a in survivors) and set().union(*owned) == all_tasks:
+                break
+            assert time.monotonic() < deadline, owned
+            time.sleep(0.2)
+        restored = sum(a.reader.total_restored for a in survivors) - sum(before)
+        assert restored < 20, restored  # taken over from warm standbys
     finally:
         for app in apps:
             app.close(20)
