@@ -161,3 +161,14 @@ def test_error_after_the_log_entry_keeps_the_committed_files(
         write_delta(spark.createDataFrame([(3, "c")], SCHEMA), table)
     assert data_files_on_disk(table) == files_before  # uncommitted files were removed
     assert table_version(table) == 1
+
+
+def test_two_writers_creating_the_same_table(spark, tmp_lake: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    table = tmp_lake / "created_twice"
+    competitor = spark.createDataFrame([(1, "a")], SCHEMA)
+    _inject_concurrent_commit(monkeypatch, lambda: write_delta(competitor, table))
+    with pytest.raises(CommitConflictError, match="retry"):
+        write_delta(spark.createDataFrame([(2, "b")], SCHEMA), table, partition_by=["part"])
+    assert table_version(table) == 0
+    assert [r.id for r in read_spark(spark, table).collect()] == [1]
+    assert len(data_files_on_disk(table)) == 1
