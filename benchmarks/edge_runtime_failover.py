@@ -120,7 +120,7 @@ def main() -> None:
             }
             print(f"num.standby.replicas={standbys}: kill -> first survivor output {firsts} s; runs {runs}")
     save_results(
-        "failover",
+        "failover" if args.records == 200_000 else f"failover_{args.records}_records",
         {
             "changelog_records": args.records,
             "partitions": 4,
