@@ -9,6 +9,14 @@ mode. Durability model (what :meth:`flush` guarantees before the runtime writes 
 * ``restore_batch`` writes skip the WAL (restoration is idempotent and re-runs from the old checkpoint
   after a crash), so the next :meth:`flush` after a restore flushes memtables to SST files instead.
 
+Write buffer: point writes (``put``/``delete``/``put_all``) land in a per-store dict (``_pending``) and
+reach RocksDB as one ``WriteBatch`` on :meth:`flush`, before any scan, on close, or when the buffer holds
+``PENDING_MAX`` keys. Reads look in the buffer first, so every read sees every write. Per record this
+replaces a WAL-logged ``Rdict.put`` (~2.8 us) and often an ``Rdict.get`` (~1.1 us) by dict operations
+(~0.1 us), and repeated writes of a key between commits collapse. Nothing is lost that mattered before:
+writes since the last flush were only in the unsynced WAL, and the runtime's checkpoint is written
+after the flush, so anything newer is replayed from the changelog (or from the input) after a crash.
+
 Live RocksDB iterators pin the DB (and its LOCK), so every iterator is tracked and closed on
 :meth:`close`.
 """
@@ -37,6 +45,8 @@ from edge.state.iterators import BaseKeyValueIterator, EmptyIterator, prefix_suc
 
 #: records per WriteBatch when restoring / writing big batches (bounds memory of one batch)
 BATCH_SIZE = 10_000
+#: distinct keys buffered in memory before the write buffer is written to RocksDB
+PENDING_MAX = 20_000
 
 _BLOCK_CACHE: Cache | None = None
 _WRITE_BUFFERS: WriteBufferManager | None = None
@@ -107,6 +117,9 @@ def destroy_store_dir(path: Path | str) -> None:
         shutil.rmtree(path, ignore_errors=True)
 
 
+_MISSING = object()
+
+
 class RocksDBIterator(BaseKeyValueIterator):
     __slots__ = ("_items", "_next", "_prefix", "_read_opts")
 
@@ -142,8 +155,10 @@ class RocksDBKeyValueStore:
         self._iters: set = set()
         self._context: StoreContext | None = None
         self.path: Path | None = None
-        self._wal_dirty = False  # WAL-logged writes not yet fsynced
+        self._wal_flag = False  # WAL-logged writes not yet fsynced
         self._mem_dirty = False  # un-logged (restore) writes not yet flushed to SST files
+        self._pending: dict[bytes, bytes | None] = {}  # write buffer (None = delete)
+        self._db_get = None
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def init(self, context: StoreContext) -> None:
@@ -173,8 +188,10 @@ class RocksDBKeyValueStore:
         self._no_wal = WriteOptions()
         self._no_wal.disable_wal = True
         self._db = db
-        self.get = db.get  # type: ignore[method-assign]  # Rdict.get returns None when missing
-        self._wal_dirty = self._mem_dirty = False
+        self._db_get = db.get  # Rdict.get returns None when missing
+        self._pending = {}
+        self.get = self._buffered_get  # type: ignore[method-assign]
+        self._wal_flag = self._mem_dirty = False
 
     def _error(self, message: str, corrupt: bool = False) -> StateStoreError:
         ctx = self._context
@@ -194,18 +211,32 @@ class RocksDBKeyValueStore:
     def is_open(self) -> bool:
         return self._db is not None
 
+    @property
+    def _wal_dirty(self) -> bool:
+        """Writes not yet fsynced: in the WAL or still in the write buffer."""
+        return self._wal_flag or bool(self._pending)
+
+    def _drain(self) -> None:
+        """Write the write buffer to RocksDB (one WriteBatch, WAL-logged)."""
+        pending = self._pending
+        if pending:
+            self._pending = {}
+            self._write_batches(pending.items(), None)
+            self._wal_flag = True
+
     def flush(self) -> None:
         db = self._db
         if db is None:
             raise self._closed_error()
         try:
+            self._drain()
             if self._mem_dirty:
                 db.flush(True)  # memtables -> SST (also covers WAL-logged writes)
-            elif self._wal_dirty:
+            elif self._wal_flag:
                 db.flush_wal(True)
         except Exception as exc:
             raise self._error(f"flushing RocksDB failed: {exc}") from exc
-        self._wal_dirty = self._mem_dirty = False
+        self._wal_flag = self._mem_dirty = False
 
     def close(self) -> None:
         db = self._db
@@ -213,8 +244,12 @@ class RocksDBKeyValueStore:
             return
         for it in list(self._iters):
             it.close()
-        self._db = None
-        self.get = self._closed_get  # type: ignore[method-assign]
+        try:
+            self._drain()
+        finally:
+            self._db = None
+            self._db_get = None
+            self.get = self._closed_get  # type: ignore[method-assign]
         try:
             if self._mem_dirty or self._wal_dirty:
                 db.flush(True)
@@ -228,24 +263,33 @@ class RocksDBKeyValueStore:
         raise self._closed_error()
 
     # -- point operations --------------------------------------------------------------------------
-    def get(self, key: bytes) -> bytes | None:  # replaced by Rdict.get on init
+    def get(self, key: bytes) -> bytes | None:  # replaced by _buffered_get on init
         raise self._closed_error()
+
+    def _buffered_get(self, key: bytes) -> bytes | None:
+        v = self._pending.get(key, _MISSING)
+        if v is _MISSING:
+            return self._db_get(key)  # type: ignore[misc]
+        return v  # type: ignore[return-value]
 
     def get_many(self, keys: list[bytes]) -> list[bytes | None]:
         db = self._db
         if db is None:
             raise self._closed_error()
-        return db.get(keys)  # multi-get
+        pending = self._pending
+        if not pending:
+            return db.get(keys)  # multi-get
+        missing = [k for k in keys if k not in pending]
+        found = dict(zip(missing, db.get(missing), strict=True)) if missing else {}
+        return [pending[k] if k in pending else found[k] for k in keys]
 
     def put(self, key: bytes, value: bytes | None, timestamp: int = 0) -> None:
-        db = self._db
-        if db is None:
+        if self._db is None:
             raise self._closed_error()
-        if value is None:
-            db.delete(key)
-        else:
-            db.put(key, value)
-        self._wal_dirty = True
+        pending = self._pending
+        pending[key] = value
+        if len(pending) >= PENDING_MAX:
+            self._drain()
 
     def put_if_absent(self, key: bytes, value: bytes, timestamp: int = 0) -> bytes | None:
         old = self.get(key)
@@ -256,15 +300,20 @@ class RocksDBKeyValueStore:
     def delete(self, key: bytes, timestamp: int = 0) -> bytes | None:
         old = self.get(key)
         if old is not None:
-            self._db.delete(key)  # type: ignore[union-attr]
-            self._wal_dirty = True
+            self.put(key, None, timestamp)
         return old
 
     def put_all(self, entries: Iterable[tuple[bytes, bytes | None, int]]) -> None:
-        self._write_batches(((k, v) for k, v, _ in entries), None)
-        self._wal_dirty = True
+        if self._db is None:
+            raise self._closed_error()
+        pending = self._pending
+        for k, v, _ in entries:
+            pending[k] = v
+        if len(pending) >= PENDING_MAX:
+            self._drain()
 
     def restore_batch(self, records: Iterable[tuple[bytes, bytes | None]]) -> None:
+        self._drain()
         self._write_batches(records, self._no_wal)
         self._mem_dirty = True
 
@@ -296,6 +345,7 @@ class RocksDBKeyValueStore:
         db = self._db
         if db is None:
             raise self._closed_error()
+        self._drain()
         ro = ReadOptions()
         if upper is not None:
             ro.set_iterate_upper_bound(upper)
@@ -321,6 +371,7 @@ class RocksDBKeyValueStore:
         db = self._db
         if db is None:
             raise self._closed_error()
+        self._drain()
         try:
             n = db.property_int_value("rocksdb.estimate-num-keys")
         except Exception:
