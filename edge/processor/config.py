@@ -25,3 +25,6 @@ class StreamsConfig:
     cache_max_bytes: int = 10 * 1024 * 1024
     state_dir: Path | None = None
     commit_interval_ms: int = 30_000
+    #: time every state-store operation into a ``StoreMetrics`` per store (~0.2 us per operation, two
+    #: ``perf_counter_ns`` calls); off by default so the per-record path carries no metrics at all.
+    store_metrics: bool = False

@@ -132,6 +132,7 @@ class StreamTask:
             )
         cached = sum(1 for b in pt.stores.values() if b.caching_enabled) or 1
         meta = self.meta
+        timed = self.config.store_metrics
         for name, builder in pt.stores.items():
             store = builder.build()
             store.init(
@@ -143,7 +144,7 @@ class StreamTask:
                     changelog_topic=pt.changelog_topics.get(name),
                     changelog_sink=self.changelog_sink,
                     cache_max_bytes=self.config.cache_max_bytes // cached,
-                    metrics=StoreMetrics(),
+                    metrics=StoreMetrics() if timed else None,
                     record_timestamp=lambda: meta.timestamp,
                 )
             )
