@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -230,6 +230,84 @@ class StreamTask:
             raise
         except Exception as exc:
             self._handle(ErrorKind.PROCESSING, exc, self._failing_node(exc))
+
+    def process_batch(
+        self,
+        messages: Iterable[Any],
+        on_error: Callable[[Any], None] | None = None,
+    ) -> int:
+        """Process many records in order; same semantics as ``process`` + ``punctuate_stream_time`` per
+        record, with the per-record lookups hoisted out of the loop.
+
+        ``messages`` holds confluent_kafka ``Message`` objects (as ``Consumer.consume`` returns them) or
+        tuples ``(topic, partition, offset, timestamp, key, value, headers)``, all of this task's
+        partitions. A ``Message`` carrying an error is passed to ``on_error`` (the runtime's consumer
+        error handling) and skipped; without ``on_error`` it raises ``KafkaException``. Returns the
+        number of records processed.
+        """
+        sources = self._sources
+        meta = self.meta
+        offsets = self._offsets
+        process = self.process
+        stream_punct = self._stream_punctuations
+        n = 0
+        last_topic = None
+        source = None
+        for msg in messages:
+            if msg.__class__ is tuple:
+                topic, partition, offset, timestamp, key, value, headers = msg
+            else:
+                err = msg.error()
+                if err is not None:
+                    if on_error is None:
+                        from confluent_kafka import KafkaException
+
+                        raise KafkaException(err)
+                    on_error(err)
+                    continue
+                topic = msg.topic()
+                partition = msg.partition()
+                offset = msg.offset()
+                timestamp = msg.timestamp()[1]
+                key = msg.key()
+                value = msg.value()
+                headers = msg.headers()
+            if topic is not last_topic:
+                source = sources.get(topic)
+                last_topic = topic
+            n += 1
+            if source is None:
+                process(topic, partition, offset, timestamp, key, value, headers)  # raises TopologyError
+                continue
+            meta.topic = topic
+            meta.partition = partition
+            meta.offset = offset
+            meta.timestamp = timestamp
+            meta.key_bytes = key
+            meta.value_bytes = value
+            meta.headers = headers
+            offsets[topic] = offset
+            try:
+                k = source.key_de(topic, key)
+                v = source.value_de(topic, value)
+            except Exception as exc:
+                if isinstance(exc, SerdeError):
+                    exc = exc.with_position(topic=topic, partition=partition, offset=offset)
+                self._handle(ErrorKind.DESERIALIZATION, exc, source.name)
+            else:
+                if timestamp > self.stream_time:
+                    self.stream_time = timestamp
+                record = Record(k, v, timestamp, headers)
+                try:
+                    for child in source.children:
+                        child(record)
+                except ProcessingFailed:
+                    raise
+                except Exception as exc:
+                    self._handle(ErrorKind.PROCESSING, exc, self._failing_node(exc))
+            if stream_punct:
+                self.punctuate_stream_time()
+        return n
 
     def _failing_node(self, exc: BaseException) -> str | None:
         """The innermost processor on the traceback: found after the fact, so the per-record path

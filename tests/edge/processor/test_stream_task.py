@@ -98,3 +98,78 @@ def test_default_sink_leaves_partitioning_to_the_collector(config):
     task.process("in", 0, 0, 5, b"k", b"v", [("h", b"1")])
     task.close()
     assert collector.records == [("out", b"k", b"v", 5, None)]
+
+
+class _Msg:
+    """Stand-in for a confluent_kafka Message (the accessors process_batch uses)."""
+
+    def __init__(self, topic, partition, offset, timestamp, key, value, error=None):
+        self._t = (topic, partition, offset, timestamp, key, value)
+        self._error = error
+
+    def error(self):
+        return self._error
+
+    def topic(self):
+        return self._t[0]
+
+    def partition(self):
+        return self._t[1]
+
+    def offset(self):
+        return self._t[2]
+
+    def timestamp(self):
+        return (1, self._t[3])
+
+    def key(self):
+        return self._t[4]
+
+    def value(self):
+        return self._t[5]
+
+    def headers(self):
+        return None
+
+
+def _uncached_count_topology():
+    b = StreamsBuilder()
+    b.stream("in", Consumed.with_(S, S)).group_by_key().count(
+        materialized=Materialized.as_("counts").with_caching_disabled()
+    ).to_stream().to("out", Produced.with_(S, L))
+    return b.build()
+
+
+@pytest.mark.parametrize("kind", ["tuple", "message"])
+def test_process_batch_matches_process(config, tmp_path, kind):
+    keys = [b"a", b"b", b"a", b"c", b"a", b"b"]
+    results = []
+    for mode in ("single", "batch"):
+        cfg = StreamsConfig("app", state_dir=tmp_path / mode)
+        collector, changelog = ListCollector(), ListChangelog()
+        task = StreamTask(
+            task_id(0, 1),
+            _uncached_count_topology().build_processor_topology(0, cfg),
+            cfg,
+            collector,
+            changelog,
+            partition=1,
+        )
+        task.initialize()
+        rows = [("in", 1, 10 + i, 500 + i, k, b"x", None) for i, k in enumerate(keys)]
+        if mode == "single":
+            for row in rows:
+                task.process(*row)
+                task.punctuate_stream_time()
+        elif kind == "tuple":
+            assert task.process_batch(rows) == len(rows)
+        else:
+            errors = []
+            msgs = [_Msg(*row[:6]) for row in rows]
+            msgs.insert(2, _Msg("in", 1, -1, 0, None, None, error="boom"))
+            assert task.process_batch(msgs, on_error=errors.append) == len(rows)
+            assert errors == ["boom"]
+        results.append((collector.records, changelog.records, task.commit_prepare(), task.stream_time))
+        task.close()
+    assert results[0] == results[1]
+    assert [r[2] for r in results[1][0]][-1] == (2).to_bytes(8, "big")
