@@ -1,0 +1,1 @@
+"""Lakehouse bronze layer (Dagster assets + the PySpark/Kafka code behind them)."""

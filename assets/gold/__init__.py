@@ -1,0 +1,1 @@
+"""Lakehouse gold layer (Dagster assets + the PySpark/Kafka code behind them)."""

@@ -1,0 +1,1 @@
+"""Lakehouse silver layer (Dagster assets + the PySpark/Kafka code behind them)."""
