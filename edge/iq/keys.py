@@ -57,6 +57,17 @@ def parse_key(text: str, serde: Any) -> Any:
         raise BadKeyError(f"key {text!r} cannot be serialized by the store's key serde {serde!r}") from exc
 
 
+def value_fields(value: Any) -> dict[str, Any]:
+    """The ``value`` (and, for timestamped stores, ``timestamp``) fields of an answer.
+
+    A count store holds ``ValueAndTimestamp(300, ts)``; a person asking for a count wants ``300``, so
+    the timestamp is a sibling field rather than a wrapper around the value.
+    """
+    if isinstance(value, ValueAndTimestamp):
+        return {"value": to_jsonable(value.value), "timestamp": value.timestamp}
+    return {"value": to_jsonable(value)}
+
+
 def to_jsonable(value: Any) -> Any:
     if value is None or isinstance(value, (str, int, float, bool)):
         return value

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from edge.iq.keys import BadKeyError, parse_key, to_jsonable
+from edge.iq.keys import BadKeyError, parse_key, to_jsonable, value_fields
 from edge.processor.partitioner import default_partition
 
 if TYPE_CHECKING:
@@ -134,7 +134,7 @@ class QueryServer:
         body = {
             "store": store,
             "key": to_jsonable(key),
-            "value": to_jsonable(value),
+            **value_fields(value),
             "partition": partition,
             "instance": self.app.instance_id,
             "server": self.app.advertised_server,
@@ -204,7 +204,7 @@ class QueryServer:
             return out
 
         rows = app.run_on_stream_thread(local_scan, timeout=30)
-        entries = [{"key": to_jsonable(k), "value": to_jsonable(v), "_kb": kb} for kb, k, v in rows]
+        entries = [{"key": to_jsonable(k), **value_fields(v), "_kb": kb} for kb, k, v in rows]
         instances = [app.instance_id]
         if not local and not entry["global"] and app.metadata is not None:
             query = {k: v for k, v in params.items() if k != "local"}

@@ -220,6 +220,8 @@ def _coerce(key: str, name: str, value: Any) -> Any:
             return BrokerProfile(str(value))
         except ValueError:
             raise StreamsConfigError(f"{key} must be embedded or real, got {value!r}") from None
+    if name in ("default_key_serde", "default_value_serde") and isinstance(value, str):
+        return _named_serde(key, value)
     if name in ("kafka", "consumer_overrides", "producer_overrides"):
         if not isinstance(value, Mapping):
             raise StreamsConfigError(f"{key} must be a mapping of client properties")
@@ -240,9 +242,20 @@ _INT_FIELDS = {
     "transaction_timeout_ms",
 }
 _BOOL_FIELDS = {"http_enabled"}
+#: Built-in serdes settable by name (``-c default.value.serde=json``); other serdes are Python objects.
+_NAMED_SERDES = ("bytes", "string", "int", "long", "float", "double", "json")
+
+
+def _named_serde(key: str, value: str) -> Any:
+    from edge.serde import Serdes
+
+    name = value.strip().lower()
+    if name not in _NAMED_SERDES:
+        raise StreamsConfigError(f"{key} must be one of {', '.join(_NAMED_SERDES)}, got {value!r}")
+    return getattr(Serdes, name)()
+
+
 _OBJECT_FIELDS = {
-    "default_key_serde",
-    "default_value_serde",
     "deserialization_exception_handler",
     "processing_exception_handler",
 }
@@ -268,6 +281,8 @@ _ALIASES = {
     "restore.timeout.ms": "restore_timeout_ms",
     "metadata.interval.ms": "metadata_interval_ms",
     "transaction.timeout.ms": "transaction_timeout_ms",
+    "default.key.serde": "default_key_serde",
+    "default.value.serde": "default_value_serde",
     "default.deserialization.exception.handler": "default_deserialization_exception_handler",
     "default.processing.exception.handler": "default_processing_exception_handler",
     "errors.dead.letter.queue.topic.name": "errors_dead_letter_queue_topic_name",

@@ -1,0 +1,1 @@
+"""Example edge apps, runnable with ``streamhouse edge run examples.<module>:<attr>``."""
