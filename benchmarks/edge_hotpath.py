@@ -12,6 +12,8 @@ Configurations (each measured with ``time.process_time``, best of ``--rounds``):
 * ``count-nocache`` -- the benchmark topology of ``benchmarks/systems/streamhouse_count.py``: count with
   caching disabled (one output per input), RocksDB + changelog, JSON output ``{"user", "count"}``;
 * ``count-nocache-batch`` -- the same through ``StreamTask.process_batch`` (tuples);
+* ``count-nocache-collapse`` -- the same with ``StreamsConfig(changelog_collapse=True)`` (changelog
+  records collapsed per key until the commit: compare ``changelog_records``);
 * ``count-cached`` -- the same with the record cache on (Kafka Streams' default; collapsed output);
 
 and a breakdown of the per-record cost by component, each a stripped-down loop over the same input:
@@ -99,8 +101,8 @@ def stateless_topology():
     return b.build()
 
 
-def make_task(topology, state_dir: Path) -> tuple[StreamTask, NullCollector, NullSink]:
-    config = StreamsConfig("bench-hotpath", state_dir=state_dir)
+def make_task(topology, state_dir: Path, **settings: Any) -> tuple[StreamTask, NullCollector, NullSink]:
+    config = StreamsConfig("bench-hotpath", state_dir=state_dir, **settings)
     st = next(iter(topology.subtopologies()))
     pt = topology.build_processor_topology(st.id, config)
     collector, sink = NullCollector(), NullSink()
@@ -117,11 +119,16 @@ def _timed(fn) -> float:
 
 
 def run_task(
-    events: list[tuple[bytes, bytes]], caching: bool, commit_every: int, batch: bool, profile: str | None
+    events: list[tuple[bytes, bytes]],
+    caching: bool,
+    commit_every: int,
+    batch: bool,
+    profile: str | None,
+    settings: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     tmp = Path(tempfile.mkdtemp(prefix="edge-hotpath-"))
     try:
-        task, collector, sink = make_task(count_topology(caching), tmp)
+        task, collector, sink = make_task(count_topology(caching), tmp, **(settings or {}))
         n = len(events)
 
         def per_record() -> None:
@@ -276,24 +283,26 @@ def main(argv: list[str] | None = None) -> int:
             }
         )
 
-    configs = [("count-nocache", False, False)]
+    configs: list[tuple[str, bool, bool, dict[str, Any]]] = [("count-nocache", False, False, {})]
     if not a.quick:
         if hasattr(StreamTask, "process_batch"):
-            configs.append(("count-nocache-batch", False, True))
-        configs.append(("count-cached", True, False))
+            configs.append(("count-nocache-batch", False, True, {}))
+        if hasattr(StreamsConfig, "changelog_collapse"):
+            configs.append(("count-nocache-collapse", False, False, {"changelog_collapse": True}))
+        configs.append(("count-cached", True, False, {}))
     rounds = 1 if a.quick else a.rounds
-    for name, caching, batch in configs:
+    for name, caching, batch, settings in configs:
         best: dict[str, Any] | None = None
         for r in range(rounds):
             prof = a.profile if (a.profile and name == "count-nocache" and r == 0) else None
-            res = run_task(events, caching, a.commit_every, batch, prof)
+            res = run_task(events, caching, a.commit_every, batch, prof, settings)
             if not res["correct"]:
                 raise SystemExit(f"{name}: wrong counts {res}")
             if best is None or res["cpu_s"] < best["cpu_s"]:
                 best = res
         assert best is not None
         cpu = best.pop("cpu_s")
-        report(name, cpu, **best)
+        report(name, cpu, caching=caching, settings=settings, **best)
     if not a.quick:
         for name, fn in (
             ("raw-python", lambda: run_raw(events)),

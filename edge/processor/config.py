@@ -28,3 +28,7 @@ class StreamsConfig:
     #: time every state-store operation into a ``StoreMetrics`` per store (~0.2 us per operation, two
     #: ``perf_counter_ns`` calls); off by default so the per-record path carries no metrics at all.
     store_metrics: bool = False
+    #: send a store's changelog records collapsed per key at commit (``flush``) rather than one per
+    #: write; matters for stores without the record cache (with it, writes are collapsed already).
+    #: Off by default: with it the changelog holds fewer records than writes (restores count fewer).
+    changelog_collapse: bool = False

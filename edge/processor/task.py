@@ -145,6 +145,7 @@ class StreamTask:
                     changelog_sink=self.changelog_sink,
                     cache_max_bytes=self.config.cache_max_bytes // cached,
                     metrics=StoreMetrics() if timed else None,
+                    changelog_collapse=self.config.changelog_collapse,
                     record_timestamp=lambda: meta.timestamp,
                 )
             )

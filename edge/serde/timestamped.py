@@ -12,6 +12,7 @@ from typing import Generic, NamedTuple, TypeVar
 
 from edge.errors import SerdeError
 from edge.serde.base import Serde
+from edge.serde.builtin import LongSerde
 
 T = TypeVar("T")
 
@@ -26,12 +27,19 @@ class ValueAndTimestamp(NamedTuple, Generic[T]):
 
 
 _tuple_new = tuple.__new__
+_TS_LONG = struct.Struct(">qq")  # timestamp + a long value: what every count store holds
 
 
 class ValueAndTimestampSerde(Generic[T]):
     """Wraps an inner value serde with an 8-byte timestamp prefix."""
 
     __slots__ = ("_inner_de", "_inner_ser", "inner")
+
+    def __new__(cls, inner: Serde[T] | None = None) -> ValueAndTimestampSerde[T]:
+        # A long inner serde (counts) gets one struct call for timestamp + value both ways.
+        if cls is ValueAndTimestampSerde and type(inner) is LongSerde:
+            cls = _LongValueAndTimestampSerde
+        return object.__new__(cls)
 
     def __init__(self, inner: Serde[T]) -> None:
         self.inner = inner
@@ -71,6 +79,31 @@ class ValueAndTimestampSerde(Generic[T]):
 
     def __repr__(self) -> str:
         return f"ValueAndTimestampSerde({self.inner!r})"
+
+
+class _LongValueAndTimestampSerde(ValueAndTimestampSerde[int]):
+    """``ValueAndTimestampSerde(Serdes.long())`` with the 16 bytes packed/unpacked in one call; anything
+    unusual (wrong types, other lengths) takes the generic path, so errors are the same."""
+
+    __slots__ = ()
+
+    def serialize(self, topic: str, value: ValueAndTimestamp[int] | None) -> bytes | None:
+        if value is None:
+            return None
+        if value.__class__ is ValueAndTimestamp:
+            v, ts = value
+            if v.__class__ is int and ts.__class__ is int:
+                try:
+                    return _TS_LONG.pack(ts, v)
+                except struct.error:
+                    pass
+        return ValueAndTimestampSerde.serialize(self, topic, value)
+
+    def deserialize(self, topic: str, data: bytes | None) -> ValueAndTimestamp[int] | None:
+        if data is not None and len(data) == 16:
+            ts, v = _TS_LONG.unpack(data)
+            return _tuple_new(ValueAndTimestamp, (v, ts))
+        return ValueAndTimestampSerde.deserialize(self, topic, data)
 
 
 def raw_timestamp(data: bytes) -> int:

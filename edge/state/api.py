@@ -236,6 +236,9 @@ class StoreContext:
     metrics: StoreMetrics | None = None
     #: returns the timestamp of the record currently being processed; the task replaces it.
     record_timestamp: Callable[[], int] = field(default=_wall_clock_ms)
+    #: collapse changelog records per key until ``flush()`` (the commit) instead of sending one per
+    #: write: the changelog then holds each key's last value per commit, like with the record cache.
+    changelog_collapse: bool = False
 
     @property
     def task_dir(self) -> Path:

@@ -189,3 +189,40 @@ def test_reinit_after_close(make_store, tmp_path, sink) -> None:
     store.put("b", "2")
     assert store.get("b") == "2"
     store.close()
+
+
+@pytest.mark.parametrize("persistent", [True, False])
+def test_collapsed_changelog_sends_last_value_per_key_on_flush(tmp_path, persistent) -> None:
+    from edge.state import changelog_topic_name
+
+    from .conftest import RecordingSink
+
+    sink = RecordingSink()
+    store = key_value_store_builder(
+        "s", Serdes.string(), Serdes.string(), persistent=persistent, caching=False
+    ).build()
+    topic = changelog_topic_name("app", "s")
+    store.init(
+        StoreContext(
+            "app", "0_2", 2, tmp_path, changelog_topic=topic, changelog_sink=sink, changelog_collapse=True
+        )
+    )
+    store.put("a", "1", timestamp=10)
+    store.put("b", "1", timestamp=11)
+    store.put("a", "2", timestamp=12)
+    store.delete("b", timestamp=13)
+    assert store.put_if_absent("c", "3", timestamp=14) is None
+    store.put_all([("d", "4"), ("a", "5")], timestamp=15)
+    assert sink.records == []  # nothing before the commit's flush ...
+    assert store.get("a") == "5" and store.get("b") is None  # ... but reads see every write
+    store.flush()
+    assert sorted(sink.records) == [
+        (topic, 2, b"a", b"5", 15),
+        (topic, 2, b"b", None, 13),
+        (topic, 2, b"c", b"3", 14),
+        (topic, 2, b"d", b"4", 15),
+    ]
+    sink.records.clear()
+    store.put("e", "6", timestamp=16)
+    store.close()  # close sends what is pending, like the record cache flushes on close
+    assert sink.records == [(topic, 2, b"e", b"6", 16)]
