@@ -87,11 +87,17 @@ class Settings(BaseModel):
         return self.model_copy(update=updates)
 
     def kafka_client(self, bootstrap_servers: str | None = None) -> KafkaClientConfig:
+        """Client config: the given servers, else the configured ones, else the recorded embedded broker."""
         servers = bootstrap_servers or self.bootstrap_servers
+        if not servers and self.broker_profile is BrokerProfile.EMBEDDED:
+            from edge.broker.embedded import broker_status
+
+            info, alive = broker_status(self.state_dir)
+            servers = info.bootstrap_servers if info is not None and alive else None
         if not servers:
             raise SettingsError(
-                "no Kafka bootstrap servers: start the embedded broker (`streamhouse broker start`) "
-                "or set STREAMHOUSE_BOOTSTRAP_SERVERS"
+                "no Kafka bootstrap servers: start the embedded broker (`streamhouse broker start`), "
+                "pass --bootstrap-servers or set STREAMHOUSE_BOOTSTRAP_SERVERS"
             )
         return KafkaClientConfig(servers, self.broker_profile, dict(self.kafka))
 

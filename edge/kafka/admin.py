@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -70,3 +71,16 @@ def create_topics(
                 continue
             raise TopicAdminError(f"could not create topic {name!r}: {exc}") from exc
     return created
+
+
+def topic_partitions(handle: Any, topic: str, *, timeout_s: float = 10.0) -> int | None:
+    """Partition count of ``topic``, or None if it does not exist.
+
+    Lists *all* topics on purpose: a metadata request naming a topic makes the embedded broker create
+    it (it ignores ``allow.auto.create.topics``), which would turn a typo into a new 4-partition topic.
+    ``handle`` is any confluent-kafka client (Producer, Consumer, AdminClient).
+    """
+    meta = handle.list_topics(timeout=timeout_s).topics.get(topic)
+    if meta is None or meta.error is not None or not meta.partitions:
+        return None
+    return len(meta.partitions)

@@ -15,6 +15,7 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException, Producer
 
 from edge.errors import StreamhouseError
+from edge.kafka.admin import topic_partitions
 from edge.processor.record import Headers
 
 log = logging.getLogger(__name__)
@@ -80,11 +81,10 @@ class KafkaCollector:
     def partitions_for(self, topic: str) -> int:
         n = self._partitions.get(topic)
         if n is None:
-            meta = self.producer.list_topics(topic, timeout=10)
-            t = meta.topics.get(topic)
-            if t is None or t.error is not None or not t.partitions:
+            count = topic_partitions(self.producer, topic)
+            if count is None:
                 raise ProducerSendError(f"sink topic {topic!r} does not exist; create it first", topic=topic)
-            n = self._partitions[topic] = len(t.partitions)
+            n = self._partitions[topic] = count
         return n
 
     # -- ChangelogSink --------------------------------------------------------------------------------

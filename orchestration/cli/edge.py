@@ -91,7 +91,6 @@ def run(
     log_level: str,
 ) -> None:
     """Start one instance of the app MODULE:ATTR and run until SIGTERM/SIGINT."""
-    from edge.broker.embedded import read_record
     from edge.runtime import State, StreamsApp
     from edge.runtime.signals import install_shutdown_handlers
     from orchestration.settings import load_settings
@@ -102,16 +101,7 @@ def run(
     settings = load_settings()
     obj = load_app_object(app_spec)
     values: dict[str, Any] = {}
-    servers = bootstrap_servers or settings.bootstrap_servers
-    if not servers and settings.broker_profile.value == "embedded":
-        info = read_record(settings.state_dir)
-        servers = info.bootstrap_servers if info is not None else None
-    if not servers:
-        raise AppLoadError(
-            "no Kafka bootstrap servers: pass --bootstrap-servers, set STREAMHOUSE_BOOTSTRAP_SERVERS "
-            "or start the embedded broker (`streamhouse broker start`)"
-        )
-    values["bootstrap.servers"] = servers
+    values["bootstrap.servers"] = settings.kafka_client(bootstrap_servers).bootstrap_servers
     values["broker.profile"] = settings.broker_profile.value
     if settings.kafka:
         values["kafka"] = dict(settings.kafka)

@@ -16,6 +16,7 @@ from edge.errors import StreamhouseError
 from orchestration.cli.broker import broker
 from orchestration.cli.demo import demo
 from orchestration.cli.edge import edge
+from orchestration.cli.topics import topics
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -30,6 +31,7 @@ def cli() -> None:
 
 cli.add_command(broker)
 cli.add_command(demo)
+cli.add_command(topics)
 cli.add_command(edge)
 
 

@@ -1,0 +1,141 @@
+"""``streamhouse topics create|list|produce|tail``: drive and inspect edge apps from a shell.
+
+Topics are always created explicitly (never auto-created), with the broker profile's retention.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import click
+
+from edge.kafka import TopicSpec, create_topics
+from orchestration.settings import load_settings
+
+_SERVERS = click.option(
+    "--bootstrap-servers", default=None, help="Kafka servers (default: settings / the embedded broker)."
+)
+
+
+def _client(bootstrap_servers: str | None):  # type: ignore[no-untyped-def]
+    return load_settings().kafka_client(bootstrap_servers)
+
+
+@click.group()
+def topics() -> None:
+    """Create, list, write to and read from Kafka topics."""
+
+
+@topics.command()
+@click.argument("names", nargs=-1, required=True)
+@click.option("--partitions", "-p", type=click.IntRange(1, 10_000), default=1, show_default=True)
+@click.option(
+    "--config", "-c", "configs", multiple=True, metavar="KEY=VALUE", help="Topic config (repeatable)."
+)
+@_SERVERS
+def create(
+    names: tuple[str, ...], partitions: int, configs: tuple[str, ...], bootstrap_servers: str | None
+) -> None:
+    """Create topics NAMES (existing ones are left as they are)."""
+    config: dict[str, str] = {}
+    for item in configs:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"expected KEY=VALUE, got {item!r}", param_hint="--config")
+        config[key.strip()] = value.strip()
+    client = _client(bootstrap_servers)
+    created = create_topics(client, [TopicSpec(name, partitions, config=config) for name in names])
+    for name in names:
+        click.echo(f"{name}: {'created' if name in created else 'exists'}")
+
+
+@topics.command(name="list")
+@_SERVERS
+def list_topics(bootstrap_servers: str | None) -> None:
+    """List topics and their partition counts."""
+    from confluent_kafka.admin import AdminClient
+
+    client = _client(bootstrap_servers)
+    metadata = AdminClient(client.admin()).list_topics(timeout=10)
+    for name in sorted(metadata.topics):
+        click.echo(f"{name}\t{len(metadata.topics[name].partitions)}")
+
+
+@topics.command()
+@click.argument("topic")
+@click.option("--key-separator", default=None, help="Split each line into KEY<sep>VALUE (default: no key).")
+@_SERVERS
+def produce(topic: str, key_separator: str | None, bootstrap_servers: str | None) -> None:
+    """Send each line of standard input to TOPIC as one record (keys partitioned like Kafka's Java client)."""
+    from confluent_kafka import Producer
+
+    producer = Producer(_client(bootstrap_servers).producer(partitioner="murmur2_random"))
+    sent = 0
+    for line in sys.stdin:
+        line = line.rstrip("\n")
+        key: str | None = None
+        if key_separator is not None and key_separator in line:
+            key, line = line.split(key_separator, 1)
+        while True:
+            try:
+                producer.produce(topic, value=line.encode(), key=None if key is None else key.encode())
+                break
+            except BufferError:
+                producer.poll(0.1)
+        sent += 1
+    remaining = producer.flush(30)
+    if remaining:
+        raise click.ClickException(f"{remaining} of {sent} records to {topic!r} were not acknowledged")
+    click.echo(f"sent {sent} records to {topic}", err=True)
+
+
+@topics.command()
+@click.argument("topic")
+@click.option("--max", "max_records", type=click.IntRange(1), default=None, help="Stop after N records.")
+@click.option("--timeout", type=float, default=5.0, show_default=True, help="Stop after N idle seconds.")
+@click.option(
+    "--value-format",
+    type=click.Choice(["string", "long", "int", "json"]),
+    default="string",
+    show_default=True,
+    help="How to decode values (counts are longs).",
+)
+@_SERVERS
+def tail(
+    topic: str, max_records: int | None, timeout: float, value_format: str, bootstrap_servers: str | None
+) -> None:
+    """Print TOPIC from the beginning as KEY<TAB>VALUE, until idle for --timeout seconds."""
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    from edge.kafka.admin import topic_partitions
+    from edge.serde import Serdes
+
+    client = _client(bootstrap_servers)
+    partitions = topic_partitions(AdminClient(client.admin()), topic)
+    if partitions is None:
+        raise click.ClickException(f"topic {topic!r} does not exist (see `streamhouse topics list`)")
+    serde = getattr(Serdes, value_format)()
+    consumer = Consumer(
+        client.consumer(f"streamhouse-tail-{time.time_ns()}", **{"enable.auto.commit": False})
+    )
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    seen, idle_since = 0, time.monotonic()
+    try:
+        while time.monotonic() - idle_since < timeout and (max_records is None or seen < max_records):
+            for msg in consumer.consume(500, 0.2):
+                if msg.error():
+                    raise KafkaException(msg.error())
+                key = msg.key().decode(errors="replace") if msg.key() is not None else ""
+                try:
+                    value = serde.deserialize(topic, msg.value())
+                except Exception:
+                    value = msg.value()
+                click.echo(f"{key}\t{value}")
+                seen += 1
+                idle_since = time.monotonic()
+                if max_records is not None and seen >= max_records:
+                    break
+    finally:
+        consumer.close()

@@ -1,0 +1,62 @@
+"""`streamhouse topics create|list|produce|tail` against the real embedded broker."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from edge.kafka import KafkaClientConfig
+
+pytestmark = pytest.mark.broker
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _cli(kafka: KafkaClientConfig, tmp_path: Path, *args: str, stdin: str | None = None):
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        "STREAMHOUSE_STATE_DIR": str(tmp_path / "state"),
+        "STREAMHOUSE_BOOTSTRAP_SERVERS": kafka.bootstrap_servers,
+        "STREAMHOUSE_BROKER_PROFILE": kafka.profile.value,
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "orchestration.cli.main", "topics", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=60,
+    )
+
+
+def test_create_produce_tail_round_trip(kafka_broker: KafkaClientConfig, unique_name, tmp_path: Path) -> None:
+    topic = unique_name("lines")
+    created = _cli(kafka_broker, tmp_path, "create", topic, "--partitions", "3")
+    assert created.returncode == 0 and f"{topic}: created" in created.stdout, created.stderr
+    again = _cli(kafka_broker, tmp_path, "create", topic)
+    assert f"{topic}: exists" in again.stdout
+    listed = _cli(kafka_broker, tmp_path, "list")
+    assert f"{topic}\t3" in listed.stdout
+    lines = "".join(f"k{i}:value {i}\n" for i in range(20))
+    produced = _cli(kafka_broker, tmp_path, "produce", topic, "--key-separator", ":", stdin=lines)
+    assert produced.returncode == 0 and "sent 20 records" in produced.stderr
+    tailed = _cli(kafka_broker, tmp_path, "tail", topic, "--timeout", "2")
+    rows = sorted(line.split("\t") for line in tailed.stdout.splitlines())
+    assert rows == sorted([f"k{i}", f"value {i}"] for i in range(20))
+
+
+def test_tail_of_a_missing_topic_does_not_create_it(kafka_broker, unique_name, tmp_path: Path) -> None:
+    missing = unique_name("missing")
+    result = _cli(kafka_broker, tmp_path, "tail", missing)
+    assert result.returncode != 0 and "does not exist" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert missing not in _cli(kafka_broker, tmp_path, "list").stdout
+
+
+def test_bad_topic_config_is_a_usage_error(kafka_broker, tmp_path: Path) -> None:
+    result = _cli(kafka_broker, tmp_path, "create", "x", "-c", "no-equals-sign")
+    assert result.returncode == 2 and "expected KEY=VALUE" in result.stderr
