@@ -55,11 +55,25 @@ class SinkProcessor(Processor):
         self._key_ser = key_serde.serialize
         self._value_ser = value_serde.serialize
         self._partitioner = partitioner
+        if topic is not None and partitioner is None:
+            self.process = self._process_fixed  # type: ignore[method-assign]
 
     def init(self, context: ProcessorContext) -> None:
         collector = context.record_collector  # type: ignore[attr-defined]
         self._send = collector.send
         self._partitions_for = collector.partitions_for
+
+    def _process_fixed(self, record: Record) -> None:
+        """``process`` for a fixed topic and the default partitioner (the common case)."""
+        topic = self._topic
+        self._send(
+            topic,
+            self._key_ser(topic, record.key),
+            self._value_ser(topic, record.value),
+            record.timestamp,
+            record.headers,
+            None,
+        )
 
     def process(self, record: Record) -> None:
         topic = self._topic

@@ -250,7 +250,7 @@ class StreamTask:
         meta = self.meta
         offsets = self._offsets
         process = self.process
-        stream_punct = self._stream_punctuations
+        stream_queue = self._stream_punctuations
         n = 0
         last_topic = None
         source = None
@@ -306,7 +306,7 @@ class StreamTask:
                     raise
                 except Exception as exc:
                     self._handle(ErrorKind.PROCESSING, exc, self._failing_node(exc))
-            if stream_punct:
+            if stream_queue._schedules:
                 self.punctuate_stream_time()
         return n
 
@@ -357,7 +357,7 @@ class StreamTask:
         return self._wall_punctuations.add(PunctuationSchedule(node, interval_ms, punctuator, start))
 
     def punctuate_stream_time(self) -> bool:
-        if not self._stream_punctuations or self.stream_time < 0:
+        if not self._stream_punctuations._schedules or self.stream_time < 0:
             return False
         return self._punctuate(self._stream_punctuations, self.stream_time)
 

@@ -88,15 +88,11 @@ class _LongValueAndTimestampSerde(ValueAndTimestampSerde[int]):
     __slots__ = ()
 
     def serialize(self, topic: str, value: ValueAndTimestamp[int] | None) -> bytes | None:
-        if value is None:
-            return None
         if value.__class__ is ValueAndTimestamp:
-            v, ts = value
-            if v.__class__ is int and ts.__class__ is int:
-                try:
-                    return _TS_LONG.pack(ts, v)
-                except struct.error:
-                    pass
+            try:
+                return _TS_LONG.pack(value[1], value[0])  # type: ignore[index]
+            except Exception:  # a None value, wrong types: the generic path decides
+                pass
         return ValueAndTimestampSerde.serialize(self, topic, value)
 
     def deserialize(self, topic: str, data: bytes | None) -> ValueAndTimestamp[int] | None:

@@ -12,6 +12,8 @@ from edge.processor.context import forward_all
 from edge.processor.record import Change, Headers, Record
 from edge.serde import ValueAndTimestamp
 
+_tuple_new = tuple.__new__
+
 
 class TableEmitter:
     __slots__ = ("_caching", "_forward", "_put", "store")
@@ -35,7 +37,10 @@ class TableEmitter:
     def emit(self, key: Any, new: Any, old: Any, timestamp: int, headers: Headers | None) -> None:
         """Record ``key``'s change to ``new`` (None = delete) from ``old``."""
         if self.store is not None:
-            self._put(key, None if new is None else ValueAndTimestamp(new, timestamp), timestamp)
+            # tuple.__new__ skips NamedTuple's Python-level __new__ frame
+            self._put(
+                key, None if new is None else _tuple_new(ValueAndTimestamp, (new, timestamp)), timestamp
+            )
             if self._caching:
                 return
         self._forward(Record(key, Change(new, old), timestamp, headers))

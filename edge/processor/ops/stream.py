@@ -63,8 +63,9 @@ class KStreamMapValues(_Forwarding):
         self._with_key = with_key
 
     def process(self, record: Record) -> None:
-        value = self._mapper(record.key, record.value) if self._with_key else self._mapper(record.value)
-        self._forward(Record(record.key, value, record.timestamp, record.headers))
+        key = record.key
+        value = self._mapper(key, record.value) if self._with_key else self._mapper(record.value)
+        self._forward(Record(key, value, record.timestamp, record.headers))
 
 
 class KStreamFlatMap(_Forwarding):
