@@ -28,6 +28,7 @@ class ValueAndTimestamp(NamedTuple, Generic[T]):
 
 _tuple_new = tuple.__new__
 _TS_LONG = struct.Struct(">qq")  # timestamp + a long value: what every count store holds
+_TS_LONG_UNPACK = _TS_LONG.unpack
 
 
 class ValueAndTimestampSerde(Generic[T]):
@@ -96,10 +97,11 @@ class _LongValueAndTimestampSerde(ValueAndTimestampSerde[int]):
         return ValueAndTimestampSerde.serialize(self, topic, value)
 
     def deserialize(self, topic: str, data: bytes | None) -> ValueAndTimestamp[int] | None:
-        if data is not None and len(data) == 16:
-            ts, v = _TS_LONG.unpack(data)
-            return _tuple_new(ValueAndTimestamp, (v, ts))
-        return ValueAndTimestampSerde.deserialize(self, topic, data)
+        try:
+            ts, v = _TS_LONG_UNPACK(data)  # exactly 16 bytes, else struct.error / TypeError
+        except Exception:
+            return ValueAndTimestampSerde.deserialize(self, topic, data)
+        return _tuple_new(ValueAndTimestamp, (v, ts))
 
 
 def raw_timestamp(data: bytes) -> int:
