@@ -30,6 +30,7 @@ from assets.silver.transform import (
     SPECS,
     UNKNOWN,
     SchemaRule,
+    SchemaRuleError,
     SilverSpec,
     customer_history,
     deduplicate,
@@ -79,24 +80,26 @@ def _bronze_version(lake: LakeResource, topic: str) -> tuple[str, int]:
 
 def _align(df: Any, table_uri: str, rule: SchemaRule) -> tuple[Any, bool]:
     """Match the existing table: columns a rule once added stay (null); new rule columns evolve it."""
-    from deltalake import DeltaTable
     from pyspark.sql import functions as F
 
-    from assets.delta import table_exists
+    from assets.delta import table_exists, table_schema
 
     if not table_exists(table_uri):
         return df, False
-    existing = {f.name: f for f in DeltaTable(table_uri).schema().fields}
-    for name in existing:
+    existing = {f.name: f.dataType for f in table_schema(table_uri).fields}
+    for name, data_type in existing.items():
         if name not in df.columns:
-            typ = str(existing[name].type.type) if hasattr(existing[name].type, "type") else "string"
-            df = df.withColumn(name, F.lit(None).cast(typ))
+            df = df.withColumn(name, F.lit(None).cast(data_type))
     evolves = any(name not in existing for name in df.columns)
     if evolves:
         new = [c for c in df.columns if c not in existing]
         unknown = [c for c in new if c not in rule.add_columns]
         if unknown:
-            raise StreamhouseError(f"{table_uri}: columns {unknown} are not allowed by a schema rule")
+            raise SchemaRuleError(
+                f"{table_uri}: columns {unknown} are not in the contract or a schema rule; add them with "
+                "SCHEMA_RULES or the asset config `add_columns`",
+                table=table_uri,
+            )
     return df, evolves
 
 
