@@ -32,7 +32,10 @@ class ChangeLoggingKeyValueStore:
         self._partition = 0
         self._send = None
         self._collapse = False
-        self._pending: dict[bytes, tuple[bytes | None, int]] = {}
+        # pending changelog records: value and timestamp per key in two dicts (no tuple per write: a
+        # dict of bytes/ints is not tracked by the garbage collector, 10k live tuples would be)
+        self._pending: dict[bytes, bytes | None] = {}
+        self._pending_ts: dict[bytes, int] = {}
 
     def init(self, context: StoreContext) -> None:
         inner = self.wrapped
@@ -105,14 +108,16 @@ class ChangeLoggingKeyValueStore:
     def _collapsed_put(self, key: bytes, value: bytes | None, timestamp: int) -> None:
         self._inner_put(key, value, timestamp)
         pending = self._pending
-        pending[key] = (value, timestamp)
+        pending[key] = value
+        self._pending_ts[key] = timestamp
         if len(pending) >= COLLAPSE_MAX:
             self._send_pending()
 
     def _log(self, key: bytes, value: bytes | None, timestamp: int) -> None:
         if self._collapse:
             pending = self._pending
-            pending[key] = (value, timestamp)
+            pending[key] = value
+            self._pending_ts[key] = timestamp
             if len(pending) >= COLLAPSE_MAX:
                 self._send_pending()
         else:
@@ -122,12 +127,14 @@ class ChangeLoggingKeyValueStore:
         pending = self._pending
         if not pending:
             return
+        timestamps = self._pending_ts
         self._pending = {}
+        self._pending_ts = {}
         send = self._send
         topic = self._topic
         partition = self._partition
-        for k, (v, ts) in pending.items():
-            send(topic, partition, k, v, ts)  # type: ignore[misc]
+        for k, v in pending.items():
+            send(topic, partition, k, v, timestamps[k])  # type: ignore[misc]
 
     def put_if_absent(self, key: bytes, value: bytes, timestamp: int) -> bytes | None:
         old = self.wrapped.put_if_absent(key, value, timestamp)
