@@ -70,6 +70,7 @@ def build_bronze_asset(topic: str) -> AssetsDefinition:
             "table_uri": MetadataValue.path(uri),
             "records": MetadataValue.int(result.records),
             "commits": MetadataValue.int(sum(1 for c in result.commits if not c.skipped)),
+            "ingest_seconds": MetadataValue.float(round(result.seconds, 3)),
             "records_per_s": MetadataValue.float(
                 round(result.records / result.seconds, 1) if result.seconds else 0.0
             ),
