@@ -17,6 +17,7 @@ import os
 import time
 import uuid
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -208,6 +209,70 @@ def to_bronze_frame(
     )
 
 
+@dataclass
+class _Written:
+    table: pa.Table
+    ranges: dict[int, OffsetRange]
+    commit: Any
+    schema: Any
+    seconds: float
+
+
+def _write_batch(spark: SparkSession, table: pa.Table, table_uri: str, topic: str) -> _Written:
+    """One atomic Delta commit: the batch plus the next offset of every partition in it."""
+    from assets.delta import AppTransaction, write_delta
+
+    t0 = time.perf_counter()
+    handoff = handoff_dir(table_uri)
+    parked = os.path.join(handoff, f"{uuid.uuid4().hex}.parquet") if handoff else None
+    ranges = _offset_ranges(table)
+    try:
+        df = to_bronze_frame(spark, table, datetime.now(UTC), parked)
+        commit = write_delta(
+            df,
+            table_uri,
+            mode="append",
+            partition_by=[BRONZE_PARTITION_COL],
+            app_transactions=[AppTransaction(app_id(topic, p), r.end) for p, r in sorted(ranges.items())],
+            commit_metadata={
+                "operation": "bronze_ingest",
+                "topic": topic,
+                "offsets": orjson.dumps(
+                    {str(p): [r.start, r.end] for p, r in sorted(ranges.items())}
+                ).decode(),
+            },
+        )
+    finally:
+        if parked is not None:
+            with contextlib.suppress(OSError):
+                os.remove(parked)
+    return _Written(table, ranges, commit, df.schema, time.perf_counter() - t0)
+
+
+def _finish(
+    written: _Written,
+    result: IngestResult,
+    fault: Fault | None,
+    log: Callable[[str], None] | None,
+    topic: str,
+) -> None:
+    commit = written.commit
+    result.write_seconds += written.seconds
+    result.commits.append(commit)
+    if fault:
+        fault("committed")
+    if not commit.skipped:
+        for p, r in written.ranges.items():
+            prev = result.offsets.get(p)
+            result.offsets[p] = OffsetRange(p, prev.start if prev else r.start, r.end)
+        result.records += written.table.num_rows
+        result.event_dates |= _dates(written.table)
+        result.preview = written.table.slice(0, 5).to_pylist()
+        result.spark_schema = written.schema
+    if log:
+        log(f"{topic}: committed {written.table.num_rows:,} records as version {commit.version}")
+
+
 def ingest_topic(
     spark: SparkSession,
     client: KafkaClientConfig,
@@ -223,7 +288,6 @@ def ingest_topic(
     show_progress: bool = True,
 ) -> IngestResult:
     """Consume ``topic`` from the committed offsets to EOF (or ``max_records``) into ``table_uri``."""
-    from assets.delta import AppTransaction, write_delta
 
     started = time.perf_counter()
     result = IngestResult(topic=topic, table_uri=table_uri)
@@ -243,6 +307,8 @@ def ingest_topic(
         )
     )
     progress = None
+    pool: ThreadPoolExecutor | None = None
+    pending = None
     try:
         partitions = _partitions(consumer, topic, eof_timeout_s)
         positions = {p: result.start_offsets.get(p, 0) for p in partitions}
@@ -250,8 +316,13 @@ def ingest_topic(
             [TopicPartition(topic, p, off if off > 0 else OFFSET_BEGINNING) for p, off in positions.items()]
         )
         at_eof: set[int] = set()
+        pending: Future[_Written] | None = None
         limit = max_records if max_records is not None else float("inf")
         total = 0
+        # Pipelined: batch N+1 is consumed while batch N is written and committed on a worker
+        # thread. Commits stay strictly sequential (one worker), each with its own offsets, so a crash
+        # at any point still resumes from the last commit.
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"bronze-{topic}")
         while len(at_eof) < len(partitions) and total < limit:
             batch = _Batch()
             want = int(min(batch_records, limit - total))
@@ -296,55 +367,25 @@ def ingest_topic(
                 if progress is not None:
                     progress[0].update(progress[1], completed=total + len(batch))
             result.consume_seconds += time.perf_counter() - t0
+            if pending is not None:
+                _finish(pending.result(), result, fault, log, topic)
+                pending = None
             if not batch:
                 break
             if fault:
                 fault("consumed")
-            t1 = time.perf_counter()
-            table = batch.to_arrow(topic)
-            ingest_time = datetime.now(UTC)
-            handoff = handoff_dir(table_uri)
-            parked = os.path.join(handoff, f"{uuid.uuid4().hex}.parquet") if handoff else None
-            try:
-                df = to_bronze_frame(spark, table, ingest_time, parked)
-                ranges = _offset_ranges(table)
-                commit = write_delta(
-                    df,
-                    table_uri,
-                    mode="append",
-                    partition_by=[BRONZE_PARTITION_COL],
-                    app_transactions=[
-                        AppTransaction(app_id(topic, p), r.end) for p, r in sorted(ranges.items())
-                    ],
-                    commit_metadata={
-                        "operation": "bronze_ingest",
-                        "topic": topic,
-                        "offsets": orjson.dumps(
-                            {str(p): [r.start, r.end] for p, r in sorted(ranges.items())}
-                        ).decode(),
-                    },
-                )
-            finally:
-                if parked is not None:
-                    with contextlib.suppress(OSError):
-                        os.remove(parked)
-            result.write_seconds += time.perf_counter() - t1
-            result.commits.append(commit)
-            if fault:
-                fault("committed")
-            if not commit.skipped:
-                for p, r in ranges.items():
-                    prev = result.offsets.get(p)
-                    result.offsets[p] = OffsetRange(p, prev.start if prev else r.start, r.end)
-                result.records += len(batch)
-                result.event_dates |= _dates(table)
-                result.preview = table.slice(0, 5).to_pylist()
-                result.spark_schema = df.schema
+            pending = pool.submit(_write_batch, spark, batch.to_arrow(topic), table_uri, topic)
             total += len(batch)
-            if log:
-                log(f"{topic}: committed {len(batch):,} records as version {commit.version}")
+        if pending is not None:
+            _finish(pending.result(), result, fault, log, topic)
+            pending = None
         _commit_group_offsets(consumer, topic, committed_offsets(table_uri, topic))
     finally:
+        if pending is not None:  # an error while consuming: let the in-flight commit settle first
+            with contextlib.suppress(Exception):
+                pending.result()
+        if pool is not None:
+            pool.shutdown(wait=True)
         if progress is not None:
             progress[0].stop()
         consumer.close()
