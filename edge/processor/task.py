@@ -39,6 +39,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+_new = object.__new__
+
+
 def task_id(subtopology: int | str, partition: int) -> str:
     return f"{subtopology}_{partition}"
 
@@ -229,7 +232,11 @@ class StreamTask:
             return
         if timestamp > self.stream_time:
             self.stream_time = timestamp
-        record = Record(k, v, timestamp, headers)
+        record = _new(Record)  # Record(k, v, timestamp, headers) without the __init__ frame
+        record.key = k
+        record.value = v
+        record.timestamp = timestamp
+        record.headers = headers
         try:
             source.forward(record)
         except ProcessingFailed:
@@ -303,7 +310,11 @@ class StreamTask:
             else:
                 if timestamp > self.stream_time:
                     self.stream_time = timestamp
-                record = Record(k, v, timestamp, headers)
+                record = _new(Record)  # Record(k, v, timestamp, headers), no __init__ frame
+                record.key = k
+                record.value = v
+                record.timestamp = timestamp
+                record.headers = headers
                 try:
                     source.forward(record)
                 except ProcessingFailed:

@@ -13,6 +13,7 @@ from edge.processor.record import Change, Headers, Record
 from edge.serde import ValueAndTimestamp
 
 _tuple_new = tuple.__new__
+_new = object.__new__
 
 
 class TableEmitter:
@@ -43,4 +44,13 @@ class TableEmitter:
             )
             if self._caching:
                 return
-        self._forward(Record(key, Change(new, old), timestamp, headers))
+        # Record(key, Change(new, old), timestamp, headers) without two __init__ frames
+        change = _new(Change)
+        change.new = new
+        change.old = old
+        record = _new(Record)
+        record.key = key
+        record.value = change
+        record.timestamp = timestamp
+        record.headers = headers
+        self._forward(record)

@@ -9,6 +9,8 @@ from edge.processor.api import Processor, ProcessorContext
 from edge.processor.context import forward_all
 from edge.processor.record import Record
 
+_new = object.__new__
+
 
 class _Forwarding(Processor):
     """Keeps the context's ``forward`` as a bound method so the per-record path is one call."""
@@ -64,8 +66,12 @@ class KStreamMapValues(_Forwarding):
 
     def process(self, record: Record) -> None:
         key = record.key
-        value = self._mapper(key, record.value) if self._with_key else self._mapper(record.value)
-        self._forward(Record(key, value, record.timestamp, record.headers))
+        out = _new(Record)  # Record(key, mapped, timestamp, headers) without the __init__ frame
+        out.key = key
+        out.value = self._mapper(key, record.value) if self._with_key else self._mapper(record.value)
+        out.timestamp = record.timestamp
+        out.headers = record.headers
+        self._forward(out)
 
 
 class KStreamFlatMap(_Forwarding):

@@ -14,6 +14,7 @@ from edge.processor.ops.forwarder import TableEmitter
 from edge.processor.record import Change, Record
 
 log = logging.getLogger(__name__)
+_new = object.__new__
 
 
 class KTableSource(Processor):
@@ -89,7 +90,12 @@ class KTableToStream(Processor):
         self._forward = forward_all(context)
 
     def process(self, record: Record) -> None:
-        self._forward(Record(record.key, record.value.new, record.timestamp, record.headers))
+        out = _new(Record)  # Record(key, change.new, timestamp, headers) without the __init__ frame
+        out.key = record.key
+        out.value = record.value.new
+        out.timestamp = record.timestamp
+        out.headers = record.headers
+        self._forward(out)
 
 
 class KTableRepartitionMap(Processor):
