@@ -31,6 +31,7 @@ from edge.processor.config import StreamsConfig as TaskConfig
 from edge.processor.handlers import (
     DeadLetterQueueHandler,
 )
+from edge.processor.task import StreamTask
 from edge.runtime.commit import Committer, ProducerFencedError, TransactionAbortedError
 from edge.runtime.config import (
     REPLACE_THREAD,
@@ -195,6 +196,7 @@ class StreamsApp:
             "cache_max_bytes": cfg.cache_max_bytes,
             "state_dir": Path(cfg.state_dir),
             "commit_interval_ms": cfg.effective_commit_interval_ms,
+            "changelog_collapse": cfg.changelog_collapse,
         }
         if cfg.default_key_serde is not None:
             task_kwargs["default_key_serde"] = cfg.default_key_serde
@@ -223,7 +225,7 @@ class StreamsApp:
                 self.producer.init_transactions(60)
             except KafkaException as exc:
                 raise StreamhouseError(f"could not initialise the transactional producer: {exc}") from exc
-        self.collector = KafkaCollector(self.producer)
+        self.collector = KafkaCollector(self.producer, exactly_once=cfg.exactly_once)
         self.collector.dlq_topics = dlq_topics
         # consumers
         self._consumer_base = client.consumer(None, **dict(cfg.consumer_overrides))
@@ -429,23 +431,19 @@ class StreamsApp:
                     committer.begin()
                 t0 = perf()
                 route = registry.route
-                n = 0
-                for msg in msgs:
-                    err = msg.error()
-                    if err is not None:
-                        self._consumer_error(err)
-                        continue
-                    topic = msg.topic()
-                    part = msg.partition()
-                    parts = route.get(topic)
-                    task = parts.get(part) if parts is not None else None
-                    if task is None:
-                        continue
-                    task.process(
-                        topic, part, msg.offset(), msg.timestamp()[1], msg.key(), msg.value(), msg.headers()
-                    )
-                    task.punctuate_stream_time()
-                    n += 1
+                first = msgs[0]
+                parts = route.get(first.topic())
+                task = parts.get(first.partition()) if parts is not None else None
+                if (
+                    task is not None
+                    and len(route) == 1
+                    and len(parts) == 1
+                    and len(consumer.assignment()) == 1
+                ):
+                    # one task, one assigned partition: every message is this task's
+                    n = task.process_batch(msgs, self._consumer_error)
+                else:
+                    n = self._process_grouped(msgs, route)
                 stats.records_processed += n
                 stats.batches += 1
                 stats.process_seconds += perf() - t0
@@ -479,6 +477,34 @@ class StreamsApp:
             if now >= next_housekeeping:
                 next_housekeeping = now + 1.0
                 self._housekeeping()
+
+    def _process_grouped(self, msgs: list[Any], route: dict[str, dict[int, StreamTask]]) -> int:
+        """Hand each task its messages of the batch (per-partition order kept; unrouted ones skipped).
+
+        A message carrying an error is handled after the messages before it were processed, as a
+        per-message loop would."""
+        groups: dict[StreamTask, list[Any]] = {}
+        n = 0
+        on_error = self._consumer_error
+        for msg in msgs:
+            err = msg.error()
+            if err is not None:
+                for task, batch in groups.items():
+                    n += task.process_batch(batch, on_error)
+                groups = {}
+                on_error(err)
+                continue
+            parts = route.get(msg.topic())
+            task = parts.get(msg.partition()) if parts is not None else None
+            if task is not None:
+                batch = groups.get(task)
+                if batch is None:
+                    groups[task] = [msg]
+                else:
+                    batch.append(msg)
+        for task, batch in groups.items():
+            n += task.process_batch(batch, on_error)
+        return n
 
     def _commit(self, tasks: Any, *, closing: bool = False) -> None:
         extra = []
