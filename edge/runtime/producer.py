@@ -31,8 +31,14 @@ class ProducerSendError(StreamhouseError):
 class KafkaCollector:
     """RecordCollector + ChangelogSink over one confluent Producer (transactional under exactly-once)."""
 
-    def __init__(self, producer: Producer) -> None:
+    def __init__(self, producer: Producer, *, exactly_once: bool = False) -> None:
         self.producer = producer
+        #: exactly-once: a failed record fails ``commit_transaction``, so sink records carry no
+        #: per-record delivery callback (one Python call + Message object less per output record)
+        self._sink_cb = None if exactly_once else self._on_delivery
+        #: set after an aborted transaction until the next one begins: changelog records a store still
+        #: holds (collapsed, sent on close) belong to the aborted transaction and are dropped
+        self.drop_changelog = False
         self._produce = producer.produce
         self._poll = producer.poll
         #: (changelog topic, partition) -> offset of the last acknowledged record
@@ -61,7 +67,7 @@ class KafkaCollector:
                 value,
                 key,
                 partition=-1 if partition is None else partition,
-                on_delivery=self._on_delivery,
+                on_delivery=self._sink_cb,
                 timestamp=timestamp if timestamp > 0 else 0,
                 headers=headers,
             )
@@ -72,7 +78,7 @@ class KafkaCollector:
                 value,
                 key,
                 partition=-1 if partition is None else partition,
-                on_delivery=self._on_delivery,
+                on_delivery=self._sink_cb,
                 timestamp=timestamp if timestamp > 0 else 0,
                 headers=headers,
             )
@@ -91,6 +97,8 @@ class KafkaCollector:
     def send_changelog(
         self, topic: str, partition: int, key: bytes, value: bytes | None, timestamp: int
     ) -> None:
+        if self.drop_changelog:
+            return
         try:
             self._produce(
                 topic,
