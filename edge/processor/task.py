@@ -178,11 +178,26 @@ class StreamTask:
         for spec, ctx in reversed(list(zip(pt.processors, contexts, strict=True))):
             spec.processor.init(ctx)
 
-    def close(self) -> None:
+    def close(self, dirty: bool = False) -> None:
+        """Close processors, then stores. ``dirty=True`` (after an aborted transaction or a failed
+        commit) first drops what the stores have not flushed yet -- record-cache entries and collapsed
+        changelog records -- instead of forwarding/sending it: that work is redone from the committed
+        offsets."""
         if self._closed:
             return
         self._closed = True
         errors: list[BaseException] = []
+        if dirty:
+            for store in self.stores.values():
+                layer = store
+                while layer is not None:
+                    discard = getattr(layer, "discard_unflushed", None)
+                    if discard is not None:
+                        try:
+                            discard()
+                        except Exception as exc:
+                            errors.append(exc)
+                    layer = getattr(layer, "wrapped", None)
         for spec in self.topology.processors if self._initialized else ():
             try:
                 spec.processor.close()

@@ -101,6 +101,17 @@ class CachingKeyValueStore:
         self.wrapped.flush()
         self._report_metrics()
 
+    def discard_unflushed(self) -> None:
+        """Drop dirty entries without writing or forwarding them (a dirty close, as Kafka Streams'
+        ``closeDirty``: the aborted work is redone from the committed offsets)."""
+        cache = self._cache
+        for key in self._dirty:
+            v = cache.pop(key, _MISSING)
+            if v is not _MISSING:
+                self._size -= len(key) + ENTRY_OVERHEAD + (0 if v is None else len(v))  # type: ignore[arg-type]
+        self._dirty = {}
+        self._sorted = None
+
     def close(self) -> None:
         """Flush dirty entries (like Kafka Streams), close open iterators, drop the cache, close inner."""
         try:

@@ -91,11 +91,21 @@ class ChangeLoggingKeyValueStore:
         self._send_pending()
         self.wrapped.flush()
 
+    def discard_unflushed(self) -> None:
+        """Drop changelog records not sent yet (a dirty close: they belong to an aborted commit)."""
+        self._pending = {}
+        self._pending_ts = {}
+
     def close(self) -> None:
-        if self.wrapped.is_open:
-            self._send_pending()
-        self.wrapped.close()
-        self._bind_reads()
+        try:
+            if self.wrapped.is_open:
+                self._send_pending()
+        finally:
+            # the inner store closes (and releases its lock) even if sending failed
+            self._pending = {}
+            self._pending_ts = {}
+            self.wrapped.close()
+            self._bind_reads()
         if self._send is None:
             self.put = self.wrapped.put  # type: ignore[method-assign]
             self.put_all = self.wrapped.put_all  # type: ignore[method-assign]

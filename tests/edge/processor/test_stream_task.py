@@ -173,3 +173,44 @@ def test_process_batch_matches_process(config, tmp_path, kind):
         task.close()
     assert results[0] == results[1]
     assert [r[2] for r in results[1][0]][-1] == (2).to_bytes(8, "big")
+
+
+@pytest.mark.parametrize("caching", [True, False])
+def test_dirty_close_drops_unflushed_cache_and_changelog(tmp_path, caching):
+    cfg = StreamsConfig("app", state_dir=tmp_path, changelog_collapse=True)
+    b = StreamsBuilder()
+    m = Materialized.as_("counts") if caching else Materialized.as_("counts").with_caching_disabled()
+    b.stream("in", Consumed.with_(S, S)).group_by_key().count(materialized=m).to_stream().to(
+        "out", Produced.with_(S, L)
+    )
+    topo = b.build()
+    collector, changelog = ListCollector(), ListChangelog()
+    task = StreamTask(
+        task_id(0, 0), topo.build_processor_topology(0, cfg), cfg, collector, changelog, partition=0
+    )
+    task.initialize()
+    task.process("in", 0, 0, 100, b"a", b"x", None)
+    task.commit_prepare()
+    sent_out, sent_log = len(collector.records), len(changelog.records)
+    assert sent_log == 1
+    task.process("in", 0, 1, 101, b"a", b"x", None)
+    task.process("in", 0, 2, 102, b"b", b"x", None)
+    task.close(dirty=True)
+    assert len(changelog.records) == sent_log  # the aborted work's changelog records were dropped
+    assert len(collector.records) == sent_out + (0 if caching else 2)  # uncached outputs went already
+    # reopened: the committed state only
+    task = StreamTask(
+        task_id(0, 0),
+        topo.build_processor_topology(0, cfg),
+        cfg,
+        ListCollector(),
+        ListChangelog(),
+        partition=0,
+    )
+    task.initialize()
+    try:
+        if caching:
+            assert task.stores["counts"].get("a").value == 1
+            assert task.stores["counts"].get("b") is None
+    finally:
+        task.close()

@@ -226,3 +226,31 @@ def test_collapsed_changelog_sends_last_value_per_key_on_flush(tmp_path, persist
     store.put("e", "6", timestamp=16)
     store.close()  # close sends what is pending, like the record cache flushes on close
     assert sink.records == [(topic, 2, b"e", b"6", 16)]
+
+
+def test_close_releases_the_inner_store_when_sending_pending_records_fails(tmp_path) -> None:
+    class FailingSink:
+        def send(self, *a) -> None:
+            raise RuntimeError("no transaction open")
+
+    store = key_value_store_builder("s", Serdes.string(), Serdes.string(), caching=False).build()
+    store.init(
+        StoreContext(
+            "app",
+            "0_0",
+            0,
+            tmp_path,
+            changelog_topic="t",
+            changelog_sink=FailingSink(),
+            changelog_collapse=True,
+        )
+    )
+    store.put("a", "1", timestamp=1)
+    with pytest.raises(RuntimeError, match="no transaction"):
+        store.close()
+    assert not store.is_open
+    again = key_value_store_builder(
+        "s", Serdes.string(), Serdes.string(), caching=False, logging=False
+    ).build()
+    again.init(StoreContext("app", "0_0", 0, tmp_path))  # the RocksDB lock was released
+    again.close()
