@@ -528,7 +528,7 @@ class StreamsApp:
             active = registry.remove(key)
             if active is not None:
                 with contextlib.suppress(Exception):
-                    active.task.close()
+                    active.task.close(dirty=True)
         self.collector.changelog_offsets.clear()
         assignment = self.consumer.assignment()
         if assignment:
@@ -651,8 +651,10 @@ class StreamsApp:
         if not keys:
             return
         log.info("revoking tasks %s: committing and closing them", sorted(keys))
+        committed = False
         try:
             self._commit(list(registry.tasks.values()), closing=True)
+            committed = True
         except BaseException:
             with contextlib.suppress(Exception):
                 self.committer.abort()
@@ -662,7 +664,7 @@ class StreamsApp:
                 active = registry.remove(key)
                 if active is not None:
                     with contextlib.suppress(Exception):
-                        active.task.close()
+                        active.task.close(dirty=not committed)
             self._publish_assignment()
 
     def _on_lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
@@ -677,7 +679,7 @@ class StreamsApp:
             active = registry.remove(key)
             if active is not None:
                 with contextlib.suppress(Exception):
-                    active.task.close()
+                    active.task.close(dirty=True)
         self._publish_assignment()
 
     def _publish_assignment(self) -> None:
@@ -795,7 +797,7 @@ class StreamsApp:
                 active = registry.remove(key)
                 if active is not None:
                     try:
-                        active.task.close()
+                        active.task.close(dirty=not clean)
                     except Exception:
                         log.exception("closing task %s failed", active.id)
         self._release_resources()

@@ -67,13 +67,8 @@ class Committer:
             except KafkaException as exc:
                 self._raise_txn(exc, "begin")
             self.txn_open = True
-            self.collector.drop_changelog = False
 
     def abort(self) -> None:
-        if self.exactly_once:
-            # stores closed after the abort must not send their pending (collapsed) changelog
-            # records: they belong to the aborted transaction and no transaction is open for them
-            self.collector.drop_changelog = True
         if not (self.exactly_once and self.txn_open) or self.fatal:
             self.txn_open = False
             return

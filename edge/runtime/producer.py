@@ -36,9 +36,6 @@ class KafkaCollector:
         #: exactly-once: a failed record fails ``commit_transaction``, so sink records carry no
         #: per-record delivery callback (one Python call + Message object less per output record)
         self._sink_cb = None if exactly_once else self._on_delivery
-        #: set after an aborted transaction until the next one begins: changelog records a store still
-        #: holds (collapsed, sent on close) belong to the aborted transaction and are dropped
-        self.drop_changelog = False
         self._produce = producer.produce
         self._poll = producer.poll
         #: (changelog topic, partition) -> offset of the last acknowledged record
@@ -97,8 +94,6 @@ class KafkaCollector:
     def send_changelog(
         self, topic: str, partition: int, key: bytes, value: bytes | None, timestamp: int
     ) -> None:
-        if self.drop_changelog:
-            return
         try:
             self._produce(
                 topic,

@@ -422,6 +422,51 @@ def test_replace_thread_under_eos_aborts_and_rebuilds_state(
 
 
 @pytest.mark.slow
+def test_eos_abort_drops_collapsed_changelog_records_of_the_aborted_transaction(
+    kafka_broker, make_topic, unique_name, tmp_path, monkeypatch
+):
+    """Writes before the failing record sit in the store's collapsed changelog buffer when the
+    transaction aborts: the dirty close must drop them (no produce outside a transaction) and the
+    rebuilt state must not count them twice."""
+    from tests.edge.runtime.test_eos import assert_exactly_once
+
+    src, out = make_topic("in", 1), make_topic("out", 1)
+    monkeypatch.setenv("EDGE_IN", src)
+    monkeypatch.setenv("EDGE_OUT", out)
+    from tests.edge.runtime.apps.count_app import counts
+
+    app = StreamsApp(
+        counts,
+        _config(
+            kafka_broker,
+            unique_name("app"),
+            tmp_path,
+            **{"processing.guarantee": "exactly_once_v2", "commit.interval.ms": 1000},
+        ),
+    )
+    app.set_uncaught_exception_handler(lambda exc: "replace_thread")
+    app.start()
+    try:
+        assert app.wait_until_running(30)
+        produce(kafka_broker, src, [(f"k{i % 5}", i) for i in range(100)])
+        reader = OutputReader(kafka_broker, out, unique_name("reader"))
+        reader.wait_for(lambda r: len(r.records) >= 100, timeout=30)
+        # one batch, one transaction: 20 counted (collapsed changelog pending), then the failure
+        batch = [(f"k{i % 5}", i) for i in range(20)] + [("k3", {"fail_once": True})]
+        produce(kafka_broker, src, batch + [(f"k{i % 5}", i) for i in range(20)])
+        reader.wait_for(lambda r: len(r.records) >= 141, timeout=30)
+        reader.poll(1.0)
+        want = {f"k{i}": 28 for i in range(5)}
+        want["k3"] += 1
+        assert_exactly_once(reader, want)
+        assert app.stats.replaced_threads == 1
+        assert app.state is State.RUNNING
+        reader.close()
+    finally:
+        app.close(20)
+
+
+@pytest.mark.slow
 def test_three_instances_keep_exactly_one_standby_per_task(
     kafka_broker, make_topic, unique_name, tmp_path, monkeypatch
 ):
