@@ -1,30 +1,36 @@
-"""The end-to-end demo: broker → topic → consumer group → Spark → Delta → read back three ways.
+"""The end-to-end demo: sample events → Kafka → edge app + Dagster lakehouse → one summary.
 
-Each step prints what it did; the closing table is the summary a person reads. Later issues grow this
-into the full edge + Dagster pipeline; the shape (one function per step, one summary) stays.
+Steps: an embedded broker (or the configured cluster); ``run_main_job`` produces orders, customers,
+products and clicks and materializes bronze → silver → gold through Dagster; the edge app
+``examples.revenue`` runs over the same orders topic and its live revenue-per-product store is read
+over HTTP (interactive queries), beside the same figure from the gold table in DuckDB.
+
+Topics get a per-run prefix: the embedded broker keeps data in memory only, so a new run's topics
+restart at offset 0, and bronze (which resumes from the offsets stored in its Delta commits) must not
+mistake them for the old ones.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import time
+import urllib.request
 import uuid
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-import orjson
-from confluent_kafka import Consumer, KafkaError, Producer
+from confluent_kafka import Consumer, KafkaError, TopicPartition
 from rich.console import Console
 from rich.table import Table
 
 from edge.broker import EmbeddedBroker
 from edge.kafka import BrokerProfile, KafkaClientConfig, TopicSpec, create_topics
+from edge.kafka.admin import topic_partitions
 from orchestration.settings import Settings
 
 console = Console()
-
-PRODUCTS = ["espresso", "latte", "mocha", "tea", "scone", "bagel", "muffin", "juice"]
 
 
 @dataclass
@@ -51,43 +57,18 @@ def _kafka(settings: Settings, keep_broker: bool) -> Iterator[KafkaClientConfig]
         yield settings.kafka_client(broker.bootstrap_servers)
 
 
-def _order(i: int, base_ms: int) -> dict[str, object]:
-    return {
-        "order_id": f"o-{i}",
-        "customer_id": f"c-{i % 97}",
-        "product": PRODUCTS[i % len(PRODUCTS)],
-        "quantity": 1 + i % 4,
-        "price": round(2.5 + (i % 13) * 0.75, 2),
-        "ts": base_ms + i * 250,
-    }
+def count_records(client: KafkaClientConfig, topic: str) -> int:
+    """Records in ``topic``, by reading every partition to EOF (the embedded broker's watermarks lie)."""
+    from confluent_kafka.admin import AdminClient
 
-
-def produce_orders(client: KafkaClientConfig, topic: str, events: int) -> float:
-    producer = Producer(client.producer(**{"linger.ms": 5}))
-    base_ms = int(time.time() * 1000) - events * 250
-    started = time.perf_counter()
-    for i in range(events):
-        order = _order(i, base_ms)
-        while True:
-            try:
-                producer.produce(topic, key=str(order["customer_id"]).encode(), value=orjson.dumps(order))
-                break
-            except BufferError:
-                producer.poll(0.05)
-    remaining = producer.flush(30)
-    if remaining:
-        raise RuntimeError(f"{remaining} demo records were not acknowledged by {client.bootstrap_servers}")
-    return time.perf_counter() - started
-
-
-def consume_orders(client: KafkaClientConfig, topic: str, partitions: int, group: str) -> list[dict]:
+    partitions = topic_partitions(AdminClient(client.admin()), topic) or 0
     consumer = Consumer(
-        client.consumer(group, **{"auto.offset.reset": "earliest", "enable.partition.eof": True})
+        client.consumer(
+            f"count-{uuid.uuid4().hex}", **{"enable.partition.eof": True, "enable.auto.commit": False}
+        )
     )
-    consumer.subscribe([topic])
-    rows: list[dict] = []
-    at_eof: set[int] = set()
-    deadline = time.monotonic() + 120
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    total, at_eof, deadline = 0, set(), time.monotonic() + 120
     try:
         while len(at_eof) < partitions:
             if time.monotonic() > deadline:
@@ -98,87 +79,135 @@ def consume_orders(client: KafkaClientConfig, topic: str, partitions: int, group
                         at_eof.add(msg.partition())
                         continue
                     raise RuntimeError(f"consume error on {topic}[{msg.partition()}]: {msg.error()}")
-                at_eof.discard(msg.partition())
-                row = orjson.loads(msg.value())
-                row.update(partition=msg.partition(), offset=msg.offset())
-                rows.append(row)
-        consumer.commit(asynchronous=False)
+                total += 1
     finally:
         consumer.close()
-    return rows
+    return total
 
 
-def run_demo(settings: Settings, *, events: int = 20_000, keep_broker: bool = False) -> DemoSummary:
+def run_edge_revenue(
+    settings: Settings, client: KafkaClientConfig, orders_topic: str, run_id: str, summary: DemoSummary
+) -> dict[str, float]:
+    """Run examples.revenue in-process until it has read every order; return its store via HTTP."""
+    from edge.runtime import StreamsApp
+    from examples.revenue import STORE, topology
+
+    output = f"{orders_topic}.revenue-by-product"
+    create_topics(client, [TopicSpec(output, 4)])
+    expected = count_records(client, orders_topic)
+    app = StreamsApp(
+        topology(orders_topic, output),
+        {
+            "application.id": f"demo-revenue-{run_id}",
+            "bootstrap.servers": client.bootstrap_servers,
+            "broker.profile": client.profile.value,
+            "kafka": dict(client.extra),
+            "state.dir": str(settings.state_dir / "streams"),
+            "application.server": "127.0.0.1:0",
+            "commit.interval.ms": 500,
+            "default.deserialization.exception.handler": "continue",
+        },
+    )
+    started = time.perf_counter()
+    app.start()
+    try:
+        if not app.wait_until_running(90):
+            raise RuntimeError(f"the edge app did not reach RUNNING (state {app.state.name})")
+        # Sub-topology 0 reads every order; the valid ones pass the repartition topic into sub-topology 1.
+        # Caught up = at least every order processed, then no progress for 1.5 s (three commit intervals).
+        deadline = time.monotonic() + 180
+        last, still_since = -1, time.monotonic()
+        while time.monotonic() < deadline:
+            n = app.stats.records_processed
+            if n != last:
+                last, still_since = n, time.monotonic()
+            elif n >= expected and time.monotonic() - still_since > 1.5:
+                break
+            time.sleep(0.1)
+        else:
+            raise TimeoutError(f"the edge app processed {last} records; expected at least {expected}")
+        with urllib.request.urlopen(
+            f"http://{app.advertised_server}/v1/stores/{STORE}/all?limit=1000"
+        ) as resp:
+            body = json.loads(resp.read())
+        revenue = {entry["key"]: float(entry["value"]) for entry in body["entries"]}
+        summary.add(
+            "Edge app",
+            f"examples.revenue read {expected:,} orders in {time.perf_counter() - started:.1f}s; "
+            f"store {STORE!r} holds {len(revenue)} products, queried at http://{app.advertised_server}",
+        )
+        return revenue
+    finally:
+        app.close(30)
+
+
+def gold_revenue(settings: Settings) -> dict[str, float]:
+    import duckdb
+
+    from assets.delta import duckdb_relation
+
+    con = duckdb.connect()
+    rel = duckdb_relation(con, str(settings.lake_root / "gold" / "revenue_tumbling_5m"))
+    cols = set(rel.columns)
+    value = "revenue" if "revenue" in cols else next(c for c in rel.columns if "revenue" in c)
+    rows = rel.aggregate(f"product_id, sum({value}) AS revenue").fetchall()
+    return {product: float(total) for product, total in rows}
+
+
+def _quiet_spark(settings: Settings) -> object:
+    """The demo's Spark session, with Spark's own WARN chatter and progress bars off (the summary speaks)."""
+    from assets.spark.session import build_spark_session
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        spark = build_spark_session(
+            settings.spark_master,
+            app_name="streamhouse-demo",
+            extra_conf={"spark.ui.showConsoleProgress": "false", **settings.spark_conf},
+        )
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def run_demo(
+    settings: Settings, *, events: int = 20_000, keep_broker: bool = False, spark: object = None
+) -> DemoSummary:
+    from orchestration.pipeline import run_main_job
+    from orchestration.resources import ExistingSparkResource
+
     summary = DemoSummary()
+    if spark is None:
+        _quiet_spark(settings)  # started here so its logging is quiet; the assets pick it up
+        spark = ExistingSparkResource()
     run_id = uuid.uuid4().hex[:8]
-    topic = f"demo.orders.{run_id}"
-    partitions = 4
+    prefix = f"demo-{run_id}."
     with _kafka(settings, keep_broker) as client:
-        summary.add("Kafka", f"{client.profile.value} broker at {client.bootstrap_servers}")
-        create_topics(client, [TopicSpec(topic, partitions)])
-        seconds = produce_orders(client, topic, events)
-        summary.add("Produce", f"{events:,} orders to {topic} ({events / seconds:,.0f}/s)")
-        rows = consume_orders(client, topic, partitions, group=f"demo-{run_id}")
-        summary.add("Consume", f"{len(rows):,} orders read back by consumer group demo-{run_id}")
-        if len(rows) != events:
-            raise RuntimeError(f"produced {events} but consumed {len(rows)} from {topic}")
-    _lakehouse_round_trip(settings, rows, run_id, summary)
+        summary.add("Kafka", f"{client.profile.value} broker at {client.bootstrap_servers}, topics {prefix}*")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            rows = run_main_job(
+                settings,
+                bootstrap_servers=client.bootstrap_servers,
+                events=events,
+                topic_prefix=prefix,
+                spark=spark,
+            )
+        for step, result in rows:
+            summary.add(step, result)
+        edge = run_edge_revenue(settings, client, f"{prefix}orders", run_id, summary)
+    gold = gold_revenue(settings)
+    top = sorted(edge, key=edge.__getitem__, reverse=True)[:3]
+    summary.add("Revenue, live (edge store)", "; ".join(f"{p} {edge[p]:,.2f}" for p in top))
+    summary.add(
+        "Revenue, gold (every run in this lake)", "; ".join(f"{p} {gold.get(p, 0.0):,.2f}" for p in top)
+    )
     table = Table(title="Streamhouse demo")
     table.add_column("step")
     table.add_column("result")
     for step, result in summary.rows:
         table.add_row(step, result)
     console.print(table)
+    console.print(
+        f"Delta tables under {settings.lake_root}; open the Dagster UI with `make dagster` to see the assets."
+    )
     return summary
-
-
-def _lakehouse_round_trip(settings: Settings, rows: list[dict], run_id: str, summary: DemoSummary) -> None:
-    import duckdb
-    from pyspark.sql import functions as F
-
-    from assets.delta import duckdb_relation, read_arrow, read_spark, write_delta
-    from assets.spark.session import build_spark_session
-
-    with warnings.catch_warnings():
-        # pyspark warns that pandas 3 is "not fully supported"; the demo does not use pandas-on-Spark.
-        warnings.simplefilter("ignore", FutureWarning)
-        spark = build_spark_session(
-            settings.spark_master, app_name="streamhouse-demo", extra_conf=settings.spark_conf
-        )
-    spark.sparkContext.setLogLevel("ERROR")
-    table_uri = str(settings.lake_root / "demo" / f"orders_{run_id}")
-    df = (
-        spark.createDataFrame(rows)
-        .withColumn("event_time", (F.col("ts") / 1000).cast("timestamp"))
-        .withColumn("event_date", F.to_date("event_time"))
-    )
-    started = time.perf_counter()
-    result = write_delta(
-        df,
-        table_uri,
-        mode="append",
-        partition_by=["event_date"],
-        commit_metadata={"operation": "demo", "run_id": run_id},
-    )
-    summary.add(
-        "Delta write",
-        f"version {result.version}, {result.rows_written:,} rows, "
-        f"{result.files_added} files in {time.perf_counter() - started:.1f}s → {table_uri}",
-    )
-    spark_rows = read_spark(spark, table_uri).count()
-    arrow_rows = read_arrow(table_uri).num_rows
-    con = duckdb.connect()
-    revenue = (
-        duckdb_relation(con, table_uri)
-        .aggregate("product, round(sum(quantity * price), 2) AS revenue")
-        .order("revenue DESC")
-        .fetchall()
-    )
-    duck_rows = duckdb_relation(con, table_uri).count("*").fetchall()[0][0]
-    if not spark_rows == arrow_rows == duck_rows == len(rows):
-        raise RuntimeError(
-            f"read-back mismatch on {table_uri}: spark={spark_rows} arrow={arrow_rows} duckdb={duck_rows}"
-        )
-    summary.add("Read back", f"{spark_rows:,} rows each from Spark, deltalake (Arrow) and DuckDB")
-    top = ", ".join(f"{p} {r:,.2f}" for p, r in revenue[:3])
-    summary.add("Top revenue", top)

@@ -28,6 +28,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 
 from edge.errors import StreamhouseError
 from edge.kafka import KafkaClientConfig
+from edge.kafka.admin import topic_partitions
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -121,16 +122,15 @@ def committed_offsets(table_uri: str, topic: str) -> dict[int, int]:
 
 def _partitions(consumer: Consumer, topic: str, timeout_s: float) -> list[int]:
     try:
-        meta = consumer.list_topics(topic, timeout=timeout_s)
+        count = topic_partitions(consumer, topic, timeout_s=timeout_s)
     except KafkaException as exc:
         raise BronzeIngestError(f"cannot read metadata of topic {topic!r}: {exc}", topic=topic) from exc
-    tmeta = meta.topics.get(topic)
-    if tmeta is None or tmeta.error is not None or not tmeta.partitions:
+    if count is None:
         raise BronzeIngestError(
             f"topic {topic!r} does not exist (create it with create_topics / produce sample data first)",
             topic=topic,
         )
-    return sorted(tmeta.partitions)
+    return list(range(count))
 
 
 class _Batch:

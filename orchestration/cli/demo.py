@@ -20,6 +20,11 @@ def demo(events: int, keep_broker: bool) -> None:
     Uses the embedded broker unless STREAMHOUSE_BROKER_PROFILE=real, Spark at STREAMHOUSE_SPARK_MASTER
     (default local[*]) and Delta tables under STREAMHOUSE_LAKE_ROOT (default .state/lake).
     """
+    import warnings
+
+    # Dagster flags beta parameters on every definitions load; they are ours to track, not the user's.
+    warnings.filterwarnings("ignore", message=".*is currently in beta.*")
+    warnings.filterwarnings("ignore", message=".*is superseded and its usage is discouraged.*")
     from orchestration.demo import run_demo
     from orchestration.settings import load_settings
 

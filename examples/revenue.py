@@ -1,0 +1,55 @@
+"""Revenue per product, live: the edge half of ``streamhouse demo``.
+
+    streamhouse edge run examples.revenue:topology --application-id revenue --server 127.0.0.1:7070 \\
+        -c default.deserialization.exception.handler=continue
+
+Reads JSON orders from ``orders`` (REVENUE_INPUT), drops the ones a person would reject (missing or
+mistyped fields, non-positive quantity), re-keys by product and keeps a running revenue total per
+product in the queryable store ``revenue-by-product``; every update goes to ``edge.revenue-by-product``
+(REVENUE_OUTPUT). Undecodable records go to the deserialization handler (log-and-continue above).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from edge import Consumed, Grouped, Produced, Serdes, StreamsBuilder
+from edge.topology import Topology
+
+STORE = "revenue-by-product"
+
+
+def is_valid_order(_key: Any, order: Any) -> bool:
+    if not isinstance(order, dict):
+        return False
+    quantity, price = order.get("quantity"), order.get("unit_price")
+    return (
+        isinstance(order.get("product_id"), str)
+        and isinstance(quantity, int)
+        and not isinstance(quantity, bool)
+        and quantity > 0
+        and isinstance(price, int | float)
+        and price >= 0
+    )
+
+
+def topology(input_topic: str | None = None, output_topic: str | None = None) -> Topology:
+    builder = StreamsBuilder()
+    (
+        builder.stream(
+            input_topic or os.environ.get("REVENUE_INPUT", "orders"),
+            Consumed.with_(Serdes.string(), Serdes.json()),
+        )
+        .filter(is_valid_order)
+        .select_key(lambda _key, order: order["product_id"])
+        .map_values(lambda order: order["quantity"] * order["unit_price"])
+        .group_by_key(Grouped.with_(Serdes.string(), Serdes.double()))
+        .reduce(lambda total, revenue: total + revenue, materialized=STORE)
+        .to_stream()
+        .to(
+            output_topic or os.environ.get("REVENUE_OUTPUT", "edge.revenue-by-product"),
+            Produced.with_(Serdes.string(), Serdes.double()),
+        )
+    )
+    return builder.build()
