@@ -120,9 +120,7 @@ def _env_settings(environ: Mapping[str, str]) -> dict[str, Any]:
             known = ", ".join(ENV_PREFIX + f.upper() for f in sorted(fields - {"kafka", "spark_conf"}))
             raise SettingsError(f"unknown setting {name}; known: {known}, {KAFKA_ENV_PREFIX}<PROPERTY>")
         if key == "spark_conf":
-            raise SettingsError(
-                f"{name}: set spark_conf in the YAML file, not the environment"
-            )
+            raise SettingsError(f"{name}: set spark_conf in the YAML file, not the environment")
         values[key] = raw
     if kafka:
         values["kafka"] = kafka
