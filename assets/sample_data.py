@@ -25,6 +25,9 @@ PRODUCTS = "products"
 CLICKS = "clicks"
 #: Logical topic name -> partitions. The physical topic name is ``<prefix><logical>``.
 TOPICS: dict[str, int] = {ORDERS: 4, CUSTOMERS: 1, PRODUCTS: 1, CLICKS: 4}
+#: Topics the edge apps write (``examples.revenue``); bronze ingests them like the raw ones.
+EDGE_REVENUE = "edge_revenue_by_product"
+EDGE_OUTPUT_TOPICS: dict[str, int] = {EDGE_REVENUE: 4}
 
 #: Payload fields and their logical types, per topic (the contract silver enforces).
 PAYLOAD_SCHEMAS: dict[str, dict[str, str]] = {
@@ -55,7 +58,8 @@ PAGES = ["/", "/menu", "/product", "/cart", "/checkout", "/account"]
 
 
 def topic_specs(prefix: str = "") -> list[TopicSpec]:
-    return [TopicSpec(f"{prefix}{name}", partitions) for name, partitions in TOPICS.items()]
+    every = {**TOPICS, **EDGE_OUTPUT_TOPICS}
+    return [TopicSpec(f"{prefix}{name}", partitions) for name, partitions in every.items()]
 
 
 def iso_ms(ms: int, _gmtime=time.gmtime, _strftime=time.strftime) -> str:

@@ -5,8 +5,9 @@
 
 Reads JSON orders from ``orders`` (REVENUE_INPUT), drops the ones a person would reject (missing or
 mistyped fields, non-positive quantity), re-keys by product and keeps a running revenue total per
-product in the queryable store ``revenue-by-product``; every update goes to ``edge.revenue-by-product``
-(REVENUE_OUTPUT). Undecodable records go to the deserialization handler (log-and-continue above).
+product in the queryable store ``revenue-by-product``; every update goes to ``edge_revenue_by_product``
+(REVENUE_OUTPUT) as JSON ``{"product_id", "revenue"}``, which bronze ingests like any other topic.
+Undecodable records go to the deserialization handler (log-and-continue above).
 """
 
 from __future__ import annotations
@@ -47,9 +48,12 @@ def topology(input_topic: str | None = None, output_topic: str | None = None) ->
         .group_by_key(Grouped.with_(Serdes.string(), Serdes.double()))
         .reduce(lambda total, revenue: total + revenue, materialized=STORE)
         .to_stream()
+        .map_values(
+            lambda product, revenue: {"product_id": product, "revenue": round(revenue, 2)}, with_key=True
+        )
         .to(
-            output_topic or os.environ.get("REVENUE_OUTPUT", "edge.revenue-by-product"),
-            Produced.with_(Serdes.string(), Serdes.double()),
+            output_topic or os.environ.get("REVENUE_OUTPUT", "edge_revenue_by_product"),
+            Produced.with_(Serdes.string(), Serdes.json()),
         )
     )
     return builder.build()

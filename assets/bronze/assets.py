@@ -16,10 +16,11 @@ from pydantic import Field
 
 from assets.bronze.ingest import ingest_topic
 from assets.lineage import markdown_preview, spark_table_schema
-from assets.sample_data import TOPICS
+from assets.sample_data import EDGE_OUTPUT_TOPICS, TOPICS
 from orchestration.resources import KafkaResource, LakeResource
 
-BRONZE_TOPICS = list(TOPICS)
+#: Raw inputs and edge outputs alike: every ingested topic gets its own bronze table.
+BRONZE_TOPICS = [*TOPICS, *EDGE_OUTPUT_TOPICS]
 OFFSETS_SCHEMA = TableSchema.from_name_type_dict(
     {"partition": "int", "start": "int", "end": "int", "records": "int"}
 )
