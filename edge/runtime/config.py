@@ -71,7 +71,8 @@ class StreamsConfig:
     #: restored state is the same). False: one changelog record per store write.
     changelog_collapse: bool = True
     max_poll_records: int = 1000
-    poll_ms: int = 100
+    #: consume() timeout: a batch returns when full or after this long, so it bounds added latency
+    poll_ms: int = 5
     restore_batch_records: int = 5000
     #: a changelog partition that yields nothing for this long while restoring is an error
     restore_timeout_ms: int = 60_000
