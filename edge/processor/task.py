@@ -228,6 +228,20 @@ class StreamTask:
             raise TopologyError(
                 f"task {self.id} does not consume topic {topic!r} (it reads {self.source_topics})"
             )
+        self._process_one(source, topic, partition, offset, timestamp, key, value, headers)
+
+    def _process_one(
+        self,
+        source: Any,
+        topic: str,
+        partition: int,
+        offset: int,
+        timestamp: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Headers | None,
+    ) -> None:
+        """The one per-record path (both ``process`` and ``process_batch`` run it)."""
         meta = self.meta
         meta.topic = topic
         meta.partition = partition
@@ -274,8 +288,7 @@ class StreamTask:
         number of records processed.
         """
         sources = self._sources
-        meta = self.meta
-        offsets = self._offsets
+        run = self._process_one
         process = self.process
         stream_queue = self._stream_punctuations
         n = 0
@@ -307,35 +320,7 @@ class StreamTask:
             if source is None:
                 process(topic, partition, offset, timestamp, key, value, headers)  # raises TopologyError
                 continue
-            meta.topic = topic
-            meta.partition = partition
-            meta.offset = offset
-            meta.timestamp = timestamp
-            meta.key_bytes = key
-            meta.value_bytes = value
-            meta.headers = headers
-            offsets[topic] = offset
-            try:
-                k = source.key_de(topic, key)
-                v = source.value_de(topic, value)
-            except Exception as exc:
-                if isinstance(exc, SerdeError):
-                    exc = exc.with_position(topic=topic, partition=partition, offset=offset)
-                self._handle(ErrorKind.DESERIALIZATION, exc, source.name)
-            else:
-                if timestamp > self.stream_time:
-                    self.stream_time = timestamp
-                record = _new(Record)  # Record(k, v, timestamp, headers), no __init__ frame
-                record.key = k
-                record.value = v
-                record.timestamp = timestamp
-                record.headers = headers
-                try:
-                    source.forward(record)
-                except ProcessingFailed:
-                    raise
-                except Exception as exc:
-                    self._handle(ErrorKind.PROCESSING, exc, self._failing_node(exc))
+            run(source, topic, partition, offset, timestamp, key, value, headers)
             if stream_queue._schedules:
                 self.punctuate_stream_time()
         return n
