@@ -48,6 +48,24 @@ def spark_table_schema(schema: Any) -> TableSchema:
     return TableSchema(columns=[TableColumn(f.name, f.dataType.simpleString()) for f in schema.fields])
 
 
+def arrow_table_schema(schema: Any) -> TableSchema:
+    """Column schema for the UI from an Arrow schema, in the Delta/Spark type names analysts query."""
+    from assets.delta.schema import arrow_schema_json
+
+    def name(t: Any) -> str:
+        if isinstance(t, str):
+            return t
+        if t["type"] == "array":
+            return f"array<{name(t['elementType'])}>"
+        if t["type"] == "map":
+            return f"map<{name(t['keyType'])},{name(t['valueType'])}>"
+        return "struct<" + ",".join(f"{f['name']}:{name(f['type'])}" for f in t["fields"]) + ">"
+
+    return TableSchema(
+        columns=[TableColumn(f["name"], name(f["type"])) for f in arrow_schema_json(schema)["fields"]]
+    )
+
+
 def markdown_preview(
     rows: Sequence[Mapping[str, Any]], columns: Sequence[str], limit: int = PREVIEW_ROWS
 ) -> str:

@@ -69,7 +69,7 @@ def _warm_up(spark, client: KafkaClientConfig, workdir: Path) -> float:
     data = sample_data.generate(100_000, seed=1, id_prefix="warm-")
     sample_data.produce(client, data, prefix="warmup.")
     for topic in ("orders", "clicks"):
-        ingest_topic(spark, client, f"warmup.{topic}", str(workdir / "warm" / topic), show_progress=False)
+        ingest_topic(client, f"warmup.{topic}", str(workdir / "warm" / topic), show_progress=False)
     return time.perf_counter() - t0
 
 
@@ -93,7 +93,6 @@ def run(events: int, workdir: Path, spark, client: KafkaClientConfig, bronze_onl
     t0 = time.perf_counter()
     for topic in sample_data.TOPICS:
         r = ingest_topic(
-            spark,
             client,
             prefix + topic,
             str(lake / "bronze" / topic),

@@ -11,11 +11,10 @@ from dagster import (
     TableSchema,
     asset,
 )
-from dagster_pyspark import PySparkResource
 from pydantic import Field
 
 from assets.bronze.ingest import ingest_topic
-from assets.lineage import markdown_preview, spark_table_schema
+from assets.lineage import arrow_table_schema, markdown_preview
 from assets.sample_data import EDGE_OUTPUT_TOPICS, TOPICS
 from orchestration.resources import KafkaResource, LakeResource
 
@@ -40,7 +39,7 @@ def build_bronze_asset(topic: str) -> AssetsDefinition:
     @asset(
         key=bronze_key(topic),
         group_name="bronze",
-        kinds={"kafka", "spark", "delta"},
+        kinds={"kafka", "delta"},
         description=f"Raw records of Kafka topic `{topic}`, exactly once (offsets in Delta app txns).",
     )
     def _bronze(
@@ -48,13 +47,10 @@ def build_bronze_asset(topic: str) -> AssetsDefinition:
         config: BronzeConfig,
         kafka: KafkaResource,
         lake: LakeResource,
-        pyspark: PySparkResource,
     ) -> MaterializeResult:
-        spark = pyspark.spark_session
         physical = kafka.topic(topic)
         uri = lake.table_uri("bronze", topic)
         result = ingest_topic(
-            spark,
             kafka.client(),
             physical,
             uri,
@@ -85,7 +81,7 @@ def build_bronze_asset(topic: str) -> AssetsDefinition:
         if version is not None:
             meta["delta_version"] = MetadataValue.int(version)
             if result.preview:
-                meta["dagster/column_schema"] = spark_table_schema(result.spark_schema)
+                meta["dagster/column_schema"] = arrow_table_schema(result.arrow_schema)
                 cols = ["topic", "partition", "offset", "key", "event_timestamp", "value"]
                 meta["preview"] = MetadataValue.md(markdown_preview(result.preview, cols))
         context.log.info(f"{physical}: {result.records:,} records → {uri} (version {version})")

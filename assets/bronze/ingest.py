@@ -8,33 +8,35 @@ Whatever crashes — before the write, between writing files and committing, aft
 next run starts from the last *committed* offsets, and a commit whose app transactions are already
 recorded is skipped by the Delta layer, so no record is lost or written twice. Kafka group offsets are
 committed afterwards for monitoring only; they are never read back.
+
+There is no JVM in this path: consumed batches are already columnar in Python, so pyarrow writes the
+Parquet and deltalake commits it (``write_delta_arrow``). Bronze keeps the raw bytes; parsing the JSON
+payload is silver's job (in Spark, where it is cheap).
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
 import time
-import uuid
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from operator import itemgetter
+from typing import Any
 
 import orjson
 import pyarrow as pa
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
+import pyarrow.compute as pc
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from edge.errors import StreamhouseError
 from edge.kafka import KafkaClientConfig
 from edge.kafka.admin import topic_partitions
 
-if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
-
-#: Arrow schema of one consumed batch (Spark: BINARY, STRING, INT, BIGINT, TIMESTAMP in microseconds).
+#: The bronze table (Spark: BINARY, STRING, INT, BIGINT, TIMESTAMP, ARRAY<STRUCT>, DATE).
 HEADERS_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
+TIMESTAMP = pa.timestamp("us", tz="UTC")
+BRONZE_PARTITION_COL = "event_date"
 ARROW_SCHEMA = pa.schema(
     [
         ("key", pa.binary()),
@@ -42,11 +44,21 @@ ARROW_SCHEMA = pa.schema(
         ("topic", pa.string()),
         ("partition", pa.int32()),
         ("offset", pa.int64()),
-        ("event_timestamp", pa.timestamp("us", tz="UTC")),
+        ("event_timestamp", TIMESTAMP),
         ("headers", HEADERS_TYPE),
+        ("ingest_time", TIMESTAMP),
+        (BRONZE_PARTITION_COL, pa.date32()),
     ]
 )
-BRONZE_PARTITION_COL = "event_date"
+#: Consumer settings for bulk reads. librdkafka stops prefetching once a partition's local queue holds
+#: ``queued.min.messages`` (default 100k) — far too few for 1M-record batches; raising it doubles the
+#: read rate from the embedded broker (measured 180k -> 340k records/s).
+BULK_CONSUMER_SETTINGS: dict[str, Any] = {
+    "fetch.max.bytes": 52_428_800,
+    "max.partition.fetch.bytes": 10_485_760,
+    "queued.max.messages.kbytes": 262_144,
+    "queued.min.messages": 1_000_000,
+}
 PROGRESS_THRESHOLD = 200_000
 
 
@@ -88,7 +100,7 @@ class IngestResult:
     write_seconds: float = 0.0
     #: a few rows of the last batch (for the materialization preview) and the bronze Spark schema
     preview: list[dict[str, Any]] = field(default_factory=list)
-    spark_schema: Any = None
+    arrow_schema: pa.Schema | None = None
 
     @property
     def version(self) -> int | None:
@@ -133,79 +145,28 @@ def _partitions(consumer: Consumer, topic: str, timeout_s: float) -> list[int]:
     return list(range(count))
 
 
-class _Batch:
-    """Columnar buffers for one batch; ~10x faster than building rows."""
+def batch_to_arrow(msgs: list[Message], topic: str, ingest_time_us: int) -> pa.Table:
+    """Consumed messages → the bronze Arrow table, one column at a time.
 
-    __slots__ = ("headers", "keys", "offsets", "partitions", "timestamps", "values")
-
-    def __init__(self) -> None:
-        self.keys: list[bytes | None] = []
-        self.values: list[bytes | None] = []
-        self.partitions: list[int] = []
-        self.offsets: list[int] = []
-        self.timestamps: list[int] = []
-        self.headers: list[list[tuple[str, bytes | None]] | None] = []  # as librdkafka returns them
-
-    def __len__(self) -> int:
-        return len(self.offsets)
-
-    def to_arrow(self, topic: str) -> pa.Table:
-        n = len(self.offsets)
-        ts = pa.array(self.timestamps, pa.int64())
-        import pyarrow.compute as pc
-
-        return pa.Table.from_arrays(
-            [
-                pa.array(self.keys, pa.binary()),
-                pa.array(self.values, pa.binary()),
-                pa.repeat(topic, n).cast(pa.string()) if n else pa.array([], pa.string()),
-                pa.array(self.partitions, pa.int32()),
-                pa.array(self.offsets, pa.int64()),
-                pc.multiply(ts, 1000).cast(pa.timestamp("us", tz="UTC")),
-                pa.array(self.headers, HEADERS_TYPE),
-            ],
-            schema=ARROW_SCHEMA,
-        )
-
-
-def handoff_dir(table_uri: str) -> str | None:
-    """Where a batch is parked as Parquet for Spark to read, for tables on the local filesystem.
-
-    Writing Arrow → Parquet and letting the JVM read it is several times faster than
-    ``createDataFrame`` (which serializes every batch through Python). The underscore keeps Delta
-    readers and VACUUM away from it; files are removed after the commit.
+    ``map`` over the C methods of ``Message`` costs a fraction of a Python loop per record; this is
+    the only per-record Python work bronze does.
     """
-    if "://" in table_uri and not table_uri.startswith("file://"):
-        return None
-    return os.path.join(table_uri.removeprefix("file://"), "_ingest")
-
-
-def to_bronze_frame(
-    spark: SparkSession, table: pa.Table, ingest_time: datetime, parquet_path: str | None = None
-) -> DataFrame:
-    """Arrow batch → the bronze DataFrame: parsed payload and partition date computed in the JVM."""
-    from pyspark.sql import functions as F
-
-    if parquet_path is not None:
-        import pyarrow.parquet as pq
-
-        os.makedirs(os.path.dirname(parquet_path), exist_ok=True)
-        pq.write_table(table, parquet_path, compression="none", row_group_size=256 * 1024)
-        df = spark.read.parquet(parquet_path)
-    else:
-        df = spark.createDataFrame(table)
-    return df.select(
-        "key",
-        "value",
-        # Values become JSON text ("3", "2.5", "x"); silver casts with its typed contract.
-        F.from_json(F.col("value").cast("string"), "MAP<STRING,STRING>").alias("payload"),
-        "topic",
-        "partition",
-        "offset",
-        "event_timestamp",
-        "headers",
-        F.lit(ingest_time).cast("timestamp").alias("ingest_time"),
-        F.to_date("event_timestamp").alias(BRONZE_PARTITION_COL),
+    n = len(msgs)
+    ts_ms = pa.array(list(map(itemgetter(1), map(Message.timestamp, msgs))), pa.int64())
+    event_ts = pc.multiply(ts_ms, 1000).cast(TIMESTAMP)
+    return pa.Table.from_arrays(
+        [
+            pa.array(list(map(Message.key, msgs)), pa.binary()),
+            pa.array(list(map(Message.value, msgs)), pa.binary()),
+            pa.repeat(pa.scalar(topic, pa.string()), n),
+            pa.array(list(map(Message.partition, msgs)), pa.int32()),
+            pa.array(list(map(Message.offset, msgs)), pa.int64()),
+            event_ts,
+            pa.array(list(map(Message.headers, msgs)), HEADERS_TYPE),
+            pa.repeat(pa.scalar(ingest_time_us, TIMESTAMP), n),
+            pc.cast(event_ts, pa.date32()),
+        ],
+        schema=ARROW_SCHEMA,
     )
 
 
@@ -214,39 +175,30 @@ class _Written:
     table: pa.Table
     ranges: dict[int, OffsetRange]
     commit: Any
-    schema: Any
     seconds: float
 
 
-def _write_batch(spark: SparkSession, table: pa.Table, table_uri: str, topic: str) -> _Written:
+def _write_batch(msgs: list[Message], table_uri: str, topic: str) -> _Written:
     """One atomic Delta commit: the batch plus the next offset of every partition in it."""
-    from assets.delta import AppTransaction, write_delta
+    from assets.delta import AppTransaction
+    from assets.delta.arrow_writer import write_delta_arrow
 
     t0 = time.perf_counter()
-    handoff = handoff_dir(table_uri)
-    parked = os.path.join(handoff, f"{uuid.uuid4().hex}.parquet") if handoff else None
+    table = batch_to_arrow(msgs, topic, time.time_ns() // 1000)
     ranges = _offset_ranges(table)
-    try:
-        df = to_bronze_frame(spark, table, datetime.now(UTC), parked)
-        commit = write_delta(
-            df,
-            table_uri,
-            mode="append",
-            partition_by=[BRONZE_PARTITION_COL],
-            app_transactions=[AppTransaction(app_id(topic, p), r.end) for p, r in sorted(ranges.items())],
-            commit_metadata={
-                "operation": "bronze_ingest",
-                "topic": topic,
-                "offsets": orjson.dumps(
-                    {str(p): [r.start, r.end] for p, r in sorted(ranges.items())}
-                ).decode(),
-            },
-        )
-    finally:
-        if parked is not None:
-            with contextlib.suppress(OSError):
-                os.remove(parked)
-    return _Written(table, ranges, commit, df.schema, time.perf_counter() - t0)
+    commit = write_delta_arrow(
+        table,
+        table_uri,
+        mode="append",
+        partition_by=[BRONZE_PARTITION_COL],
+        app_transactions=[AppTransaction(app_id(topic, p), r.end) for p, r in sorted(ranges.items())],
+        commit_metadata={
+            "operation": "bronze_ingest",
+            "topic": topic,
+            "offsets": orjson.dumps({str(p): [r.start, r.end] for p, r in sorted(ranges.items())}).decode(),
+        },
+    )
+    return _Written(table, ranges, commit, time.perf_counter() - t0)
 
 
 def _finish(
@@ -268,13 +220,12 @@ def _finish(
         result.records += written.table.num_rows
         result.event_dates |= _dates(written.table)
         result.preview = written.table.slice(0, 5).to_pylist()
-        result.spark_schema = written.schema
+        result.arrow_schema = written.table.schema
     if log:
         log(f"{topic}: committed {written.table.num_rows:,} records as version {commit.version}")
 
 
 def ingest_topic(
-    spark: SparkSession,
     client: KafkaClientConfig,
     topic: str,
     table_uri: str,
@@ -288,7 +239,8 @@ def ingest_topic(
     show_progress: bool = True,
 ) -> IngestResult:
     """Consume ``topic`` from the committed offsets to EOF (or ``max_records``) into ``table_uri``."""
-
+    if batch_records < 1:
+        raise BronzeIngestError(f"batch_records must be >= 1, got {batch_records}", topic=topic)
     started = time.perf_counter()
     result = IngestResult(topic=topic, table_uri=table_uri)
     result.start_offsets = committed_offsets(table_uri, topic)
@@ -300,15 +252,13 @@ def ingest_topic(
                 "enable.auto.commit": False,
                 "enable.auto.offset.store": False,
                 "auto.offset.reset": "earliest",
-                "fetch.max.bytes": 52_428_800,
-                "max.partition.fetch.bytes": 10_485_760,
-                "queued.max.messages.kbytes": 262_144,
+                **BULK_CONSUMER_SETTINGS,
             },
         )
     )
     progress = None
     pool: ThreadPoolExecutor | None = None
-    pending = None
+    pending: Future[_Written] | None = None
     try:
         partitions = _partitions(consumer, topic, eof_timeout_s)
         positions = {p: result.start_offsets.get(p, 0) for p in partitions}
@@ -316,20 +266,20 @@ def ingest_topic(
             [TopicPartition(topic, p, off if off > 0 else OFFSET_BEGINNING) for p, off in positions.items()]
         )
         at_eof: set[int] = set()
-        pending: Future[_Written] | None = None
         limit = max_records if max_records is not None else float("inf")
         total = 0
-        # Pipelined: batch N+1 is consumed while batch N is written and committed on a worker
-        # thread. Commits stay strictly sequential (one worker), each with its own offsets, so a crash
-        # at any point still resumes from the last commit.
+        # Pipelined: batch N+1 is consumed while batch N is converted, written and committed on a
+        # worker thread (Parquet writing and the commit release the GIL). Commits stay strictly
+        # sequential (one worker), each with its own offsets, so a crash at any point still resumes
+        # from the last commit.
         pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"bronze-{topic}")
         while len(at_eof) < len(partitions) and total < limit:
-            batch = _Batch()
+            batch: list[Message] = []
             want = int(min(batch_records, limit - total))
             t0 = time.perf_counter()
             deadline = time.monotonic() + eof_timeout_s
             while len(batch) < want and len(at_eof) < len(partitions):
-                msgs = consumer.consume(num_messages=min(10_000, want - len(batch)), timeout=0.5)
+                msgs = consumer.consume(num_messages=min(100_000, want - len(batch)), timeout=0.5)
                 if not msgs:
                     if time.monotonic() > deadline:
                         missing = sorted(set(partitions) - at_eof)
@@ -340,29 +290,12 @@ def ingest_topic(
                         )
                     continue
                 deadline = time.monotonic() + eof_timeout_s
-                kadd, vadd, padd = batch.keys.append, batch.values.append, batch.partitions.append
-                oadd, tadd, hadd = batch.offsets.append, batch.timestamps.append, batch.headers.append
-                for msg in msgs:
-                    err = msg.error()
-                    if err is not None:
-                        if err.code() == KafkaError._PARTITION_EOF:
-                            at_eof.add(msg.partition())
-                            continue
-                        raise BronzeIngestError(
-                            f"consume error on {topic}[{msg.partition()}]: {err}",
-                            topic=topic,
-                            partition=msg.partition(),
-                        )
-                    p = msg.partition()
-                    if at_eof and p in at_eof:
-                        at_eof.discard(p)
-                    padd(p)
-                    oadd(msg.offset())
-                    kadd(msg.key())
-                    vadd(msg.value())
-                    tadd(msg.timestamp()[1])
-                    hadd(msg.headers())
-                if progress is None and show_progress and len(batch) >= PROGRESS_THRESHOLD:
+                if any(map(Message.error, msgs)):
+                    msgs = _without_events(msgs, topic, at_eof)
+                elif at_eof:
+                    at_eof.difference_update(map(Message.partition, msgs))
+                batch.extend(msgs)
+                if progress is None and show_progress and total + len(batch) >= PROGRESS_THRESHOLD:
                     progress = _start_progress(topic)
                 if progress is not None:
                     progress[0].update(progress[1], completed=total + len(batch))
@@ -374,7 +307,7 @@ def ingest_topic(
                 break
             if fault:
                 fault("consumed")
-            pending = pool.submit(_write_batch, spark, batch.to_arrow(topic), table_uri, topic)
+            pending = pool.submit(_write_batch, batch, table_uri, topic)
             total += len(batch)
         if pending is not None:
             _finish(pending.result(), result, fault, log, topic)
@@ -393,6 +326,28 @@ def ingest_topic(
     return result
 
 
+def _without_events(msgs: list[Message], topic: str, at_eof: set[int]) -> list[Message]:
+    """Drop partition-EOF events (recording them in ``at_eof``); any other error is fatal.
+
+    Order matters: a record after an EOF event means the partition grew again.
+    """
+    records: list[Message] = []
+    for msg in msgs:
+        err = msg.error()
+        if err is None:
+            at_eof.discard(msg.partition())
+            records.append(msg)
+        elif err.code() == KafkaError._PARTITION_EOF:
+            at_eof.add(msg.partition())
+        else:
+            raise BronzeIngestError(
+                f"consume error on {topic}[{msg.partition()}] at offset {msg.offset()}: {err}",
+                topic=topic,
+                partition=msg.partition(),
+            )
+    return records
+
+
 def _offset_ranges(table: pa.Table) -> dict[int, OffsetRange]:
     grouped = table.group_by("partition").aggregate([("offset", "min"), ("offset", "max")])
     return {
@@ -407,9 +362,7 @@ def _offset_ranges(table: pa.Table) -> dict[int, OffsetRange]:
 
 
 def _dates(table: pa.Table) -> set[str]:
-    import pyarrow.compute as pc
-
-    days = pc.unique(pc.cast(table.column("event_timestamp"), pa.date32()))
+    days = pc.unique(table.column(BRONZE_PARTITION_COL))
     return {d.isoformat() for d in days.to_pylist() if d is not None}
 
 

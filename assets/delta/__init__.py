@@ -12,6 +12,9 @@ Modes of `write_delta`:
   partition columns and every row of the DataFrame must fall inside the predicate);
 - `merge` (upsert on `merge_keys`: only the files holding a matching key are rewritten).
 
+`write_delta_arrow` writes an Arrow table the same way with pyarrow instead of Spark (append,
+overwrite): ingestion uses it, since its batches are already Arrow and the JVM hand-off would dominate.
+
 Guarantees: a write is one version or nothing (conflicting concurrent commits raise
 CommitConflictError: retry); a retry carrying already-committed `AppTransaction`s is skipped; schema
 changes raise SchemaMismatchError unless `schema_evolution=True` adds nullable columns (same commit for
@@ -20,6 +23,7 @@ delta-rs 1.6.6 ignores schema changes in append-mode transactions). Files moved 
 deleted again when the commit provably did not land.
 """
 
+from assets.delta.arrow_writer import write_delta_arrow
 from assets.delta.errors import (
     CommitConflictError,
     DeltaLayerError,
@@ -63,4 +67,5 @@ __all__ = [
     "table_version",
     "vacuum",
     "write_delta",
+    "write_delta_arrow",
 ]

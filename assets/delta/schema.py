@@ -83,6 +83,11 @@ def spark_schema_json(spark_schema: Any) -> dict[str, Any]:
     return schema
 
 
+def arrow_schema_json(arrow_schema: Any) -> dict[str, Any]:
+    """Delta schema JSON (as a dict) for a `pyarrow.Schema`, all fields nullable, as for Spark."""
+    return _make_nullable(json.loads(DeltaSchema.from_arrow(arrow_schema).to_json()))
+
+
 def to_delta_schema(schema_json: dict[str, Any]) -> DeltaSchema:
     return DeltaSchema.from_json(json.dumps(schema_json))
 

@@ -1,4 +1,4 @@
-"""Staging: Spark writes Parquet under `<table>/_staging/<id>/`, then files move into the table.
+"""Staging: Spark (or pyarrow) writes Parquet under `<table>/_staging/<id>/`, then files move into the table.
 
 Staging inside the table root keeps the final move a same-filesystem rename, and the leading
 underscore hides the directory from Delta readers and from VACUUM. Files that were moved into the
@@ -13,11 +13,15 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+from urllib.parse import quote
 
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 from pyarrow import fs as pafs
 
 from assets.delta.location import TableLocation
-from assets.delta.partitions import parse_partition_dir
+from assets.delta.partitions import HIVE_NULL, parse_partition_dir, to_partition_string
 from assets.delta.stats import file_stats
 
 if TYPE_CHECKING:
@@ -120,3 +124,68 @@ def remove_staging(staging: Staging) -> None:
         fs.delete_dir(staging.fs_path())
     except (FileNotFoundError, OSError):
         pass
+
+
+def write_staged_arrow(
+    table: pa.Table,
+    staging: Staging,
+    partition_cols: Sequence[str],
+    column_types: Mapping[str, str],
+    *,
+    row_group_size: int = 256 * 1024,
+) -> list[StagedFile]:
+    """Write an Arrow table as one Parquet file per partition, laid out like Spark's `partitionBy`.
+
+    No JVM in the loop: for ingestion this is several times faster than handing the batch to Spark.
+    Partition columns are not stored in the files (Delta keeps them in the log), exactly as Spark does.
+    Statistics are written only for the columns Delta keeps min/max for; computing them for large
+    payload columns would only cost time.
+    """
+    fs = staging.location.filesystem
+    data_cols = [c for c in table.column_names if c not in partition_cols]
+    groups = _partition_groups(table, partition_cols)
+    staged: list[StagedFile] = []
+    for values, rows in groups:
+        if rows.num_rows == 0:
+            continue
+        rel_dir = "/".join(f"{quote(c, safe='')}={_dir_value(values[c])}" for c in partition_cols)
+        name = f"part-{len(staged):05d}-{staging.write_id}.snappy.parquet"
+        rel = posixpath.join(rel_dir, name) if rel_dir else name
+        path = staging.fs_path(rel)
+        fs.create_dir(posixpath.dirname(path), recursive=True)
+        with fs.open_output_stream(path) as sink:
+            pq.write_table(
+                rows.select(data_cols),
+                sink,
+                compression="snappy",
+                row_group_size=row_group_size,
+                write_statistics=[c for c in data_cols if c in column_types],
+                use_dictionary=[c for c in data_cols if column_types.get(c) == "string"],
+            )
+        stats = file_stats(path, fs, column_types)
+        size = fs.get_file_info(path).size
+        staged.append(StagedFile(rel, rel, dict(values), int(size or 0), stats.num_records, stats.stats_json))
+    return staged
+
+
+def _partition_groups(
+    table: pa.Table, partition_cols: Sequence[str]
+) -> list[tuple[dict[str, str | None], pa.Table]]:
+    """(Delta partition values, rows) per distinct combination of the partition columns."""
+    if not partition_cols:
+        return [({}, table)]
+    combos = table.select(list(partition_cols)).group_by(list(partition_cols)).aggregate([]).to_pylist()
+    groups = []
+    for combo in combos:
+        mask = None
+        for col, value in combo.items():
+            column = table.column(col)
+            cond = pc.is_null(column) if value is None else pc.fill_null(pc.equal(column, value), False)
+            mask = cond if mask is None else pc.and_(mask, cond)
+        rows = table.filter(mask) if len(combos) > 1 else table
+        groups.append(({c: to_partition_string(v) for c, v in combo.items()}, rows))
+    return groups
+
+
+def _dir_value(value: str | None) -> str:
+    return HIVE_NULL if value is None else quote(value, safe="")

@@ -14,10 +14,10 @@ import logging
 import os
 import posixpath
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from deltalake import CommitProperties, DeltaTable, Field, Transaction
 from deltalake.exceptions import CommitFailedError, DeltaError
@@ -46,7 +46,15 @@ from assets.delta.schema import (
     to_delta_schema,
 )
 from assets.delta.snapshot import ActiveFile, active_files, partition_columns, schema_json
-from assets.delta.staging import StagedFile, discard, new_staging, publish, remove_staging, write_staged
+from assets.delta.staging import (
+    StagedFile,
+    Staging,
+    discard,
+    new_staging,
+    publish,
+    remove_staging,
+    write_staged,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -396,6 +404,52 @@ def _find_commit(location: TableLocation, read_version: int | None, commit_id: s
         return None
 
 
+class _Prepared(NamedTuple):
+    dt: DeltaTable | None
+    read_version: int | None
+    plan: SchemaPlan
+    parts: list[str]
+
+
+def _prepare(
+    location: TableLocation,
+    data_schema: dict[str, Any],
+    partition_by: Sequence[str] | None,
+    app_transactions: Sequence[AppTransaction],
+    schema_evolution: bool,
+) -> _Prepared | CommitResult:
+    """Load one snapshot; skip when the app transactions are committed; check schema and partitioning.
+
+    Everything here is decided before any data is written, for the Spark and the Arrow writer alike.
+    """
+    dt = DeltaTable(location.uri) if DeltaTable.is_deltatable(location.uri) else None
+    read_version = dt.version() if dt is not None else None
+    if dt is not None and app_transactions:
+        done = {t.app_id: dt.transaction_version(t.app_id) for t in app_transactions}
+        if all(done[t.app_id] is not None and done[t.app_id] >= t.version for t in app_transactions):
+            return CommitResult(location.uri, read_version or 0, True, 0, 0, 0)
+
+    plan = reconcile(
+        data_schema,
+        schema_json(dt) if dt is not None else None,
+        schema_evolution=schema_evolution,
+        table_uri=location.uri,
+        version=read_version,
+    )
+    if dt is not None:
+        parts = partition_columns(dt)
+        if partition_by is not None and list(partition_by) != parts:
+            raise WriteOptionsError(
+                f"partition_by={list(partition_by)} differs from the partition columns {parts} of existing "
+                f"Delta table {location.uri} (version {read_version}); omit partition_by or match it.",
+                table_uri=location.uri,
+                version=read_version,
+            )
+    else:
+        parts = list(partition_by or [])
+    return _Prepared(dt, read_version, plan, parts)
+
+
 def write_delta(
     df: DataFrame,
     table_uri: str | os.PathLike[str],
@@ -415,32 +469,11 @@ def write_delta(
     """
     location = resolve(table_uri)
     _validate_options(mode, where, merge_keys, app_transactions, location.uri)
-
-    dt = DeltaTable(location.uri) if DeltaTable.is_deltatable(location.uri) else None
-    read_version = dt.version() if dt is not None else None
-    if dt is not None and app_transactions:
-        done = {t.app_id: dt.transaction_version(t.app_id) for t in app_transactions}
-        if all(done[t.app_id] is not None and done[t.app_id] >= t.version for t in app_transactions):
-            return CommitResult(location.uri, read_version or 0, True, 0, 0, 0)
-
-    plan = reconcile(
-        spark_schema_json(df.schema),
-        schema_json(dt) if dt is not None else None,
-        schema_evolution=schema_evolution,
-        table_uri=location.uri,
-        version=read_version,
-    )
-    if dt is not None:
-        parts = partition_columns(dt)
-        if partition_by is not None and list(partition_by) != parts:
-            raise WriteOptionsError(
-                f"partition_by={list(partition_by)} differs from the partition columns {parts} of existing "
-                f"Delta table {location.uri} (version {read_version}); omit partition_by or match it.",
-                table_uri=location.uri,
-                version=read_version,
-            )
-    else:
-        parts = list(partition_by or [])
+    schema = spark_schema_json(df.schema)
+    prepared = _prepare(location, schema, partition_by, app_transactions, schema_evolution)
+    if isinstance(prepared, CommitResult):
+        return prepared
+    dt, read_version, plan, parts = prepared
     partition_types = _partition_types(plan, parts, location.uri)
     data = df.select(*plan.column_order)
 
@@ -473,13 +506,23 @@ def write_delta(
         try:
             data, removes = _plan_merge(source, dt, location, plan, parts, partition_types, merge_keys or ())
             return _stage_and_commit(
-                location, dt, plan, parts, data, removes, mode, app_transactions, commit_metadata
-            )
+                location, dt, plan, parts, _spark_stager(data, parts), removes, mode, app_transactions,
+                commit_metadata,
+            )  # fmt: skip
         finally:
             source.unpersist()
+    stage = _spark_stager(data, parts)
     return _stage_and_commit(
-        location, dt, plan, parts, data, removes, mode, app_transactions, commit_metadata
+        location, dt, plan, parts, stage, removes, mode, app_transactions, commit_metadata
     )
+
+
+#: Writes the data into a staging directory and describes each file: (staging, column types) -> files.
+Stager = Callable[[Staging, Mapping[str, str]], list[StagedFile]]
+
+
+def _spark_stager(data: DataFrame, parts: Sequence[str]) -> Stager:
+    return lambda staging, column_types: write_staged(data, staging, parts, column_types)
 
 
 def _stage_and_commit(
@@ -487,13 +530,16 @@ def _stage_and_commit(
     dt: DeltaTable | None,
     plan: SchemaPlan,
     parts: Sequence[str],
-    data: DataFrame,
+    stage: Stager,
     removes: list[ActiveFile],
     mode: str,
     app_transactions: Sequence[AppTransaction],
     commit_metadata: Mapping[str, str] | None,
 ) -> CommitResult:
-    """Spark writes `data` to staging, files move into the table, one commit; cleans up on failure."""
+    """`stage` writes the data to staging, files move into the table, one commit; cleans up on failure.
+
+    Shared by the Spark writer and the Arrow writer, so both get the same publish/commit/discard rules.
+    """
     read_version = dt.version() if dt is not None else None
     column_types = primitive_column_types(plan.target, exclude=set(parts))
     staging = new_staging(location)
@@ -501,7 +547,7 @@ def _stage_and_commit(
     moved: list[str] = []
     keep_files = False
     try:
-        staged = write_staged(data, staging, parts, column_types)
+        staged = stage(staging, column_types)
         moved = publish(staging, staged)
         now_ms = int(time.time() * 1000)
         metadata = _commit_metadata(mode, commit_metadata, read_version)

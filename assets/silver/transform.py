@@ -99,6 +99,13 @@ def _typed(raw: Column, typ: str) -> Column:
     return raw.try_cast(SPARK_TYPES[typ])
 
 
+def parse_payload(value: Column) -> Column:
+    """Raw Kafka value bytes -> MAP<STRING,STRING> of the top-level JSON fields (null if not an object)."""
+    from pyspark.sql import functions as F
+
+    return F.from_json(value.cast("string"), "MAP<STRING,STRING>")
+
+
 @dataclass
 class SilverFrames:
     typed: DataFrame  # every bronze row, typed, with ``_reason`` ("" when valid); worth persisting
@@ -115,6 +122,9 @@ def split(bronze: DataFrame, spec: SilverSpec, rule: SchemaRule | None = None) -
     rule.validate(spec.topic, spec.contract)
     fields = {**spec.contract, **rule.add_columns}
     typed_cols = [_typed(F.col("payload")[name], typ).alias(name) for name, typ in fields.items()]
+    # Bronze keeps raw bytes; the payload is parsed here, once, as JSON text per field ("3", "2.5",
+    # "x") that the typed contract then casts.
+    bronze = bronze.withColumn("payload", parse_payload(F.col("value")))
     df = bronze.select(
         "topic",
         "partition",

@@ -1,4 +1,4 @@
-"""Bronze is exactly once: a crash before the write, between writing files and committing, or after
+"""Bronze is exactly once (and needs no Spark): a crash before the write, between writing files and committing, or after
 the commit never loses or duplicates a record on the rerun (offsets live in the Delta commit)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import assets.delta.writer as delta_writer
 from assets.bronze.ingest import app_id, committed_offsets, ingest_topic
 from assets.delta import app_transaction_versions, read_arrow, table_version
 
-pytestmark = [pytest.mark.broker, pytest.mark.spark]
+pytestmark = [pytest.mark.broker]
 
 RECORDS = 400
 
@@ -47,7 +47,7 @@ def topic_with_records(kafka_broker, make_topic):
     return topic
 
 
-def test_crash_before_write_then_rerun(spark, kafka_broker, topic_with_records, tmp_lake):
+def test_crash_before_write_then_rerun(kafka_broker, topic_with_records, tmp_lake):
     uri = str(tmp_lake / "bronze")
 
     def fault(step: str) -> None:
@@ -55,18 +55,18 @@ def test_crash_before_write_then_rerun(spark, kafka_broker, topic_with_records, 
             raise Crash(step)
 
     with pytest.raises(Crash):
-        ingest_topic(spark, kafka_broker, topic_with_records, uri, fault=fault, show_progress=False)
+        ingest_topic(kafka_broker, topic_with_records, uri, fault=fault, show_progress=False)
     assert committed_offsets(uri, topic_with_records) == {}
-    result = ingest_topic(spark, kafka_broker, topic_with_records, uri, show_progress=False)
+    result = ingest_topic(kafka_broker, topic_with_records, uri, show_progress=False)
     assert result.records == RECORDS
     _assert_once(uri, RECORDS)
 
 
 def test_crash_between_write_and_commit_leaves_no_visible_files(
-    spark, kafka_broker, topic_with_records, tmp_lake, monkeypatch
+    kafka_broker, topic_with_records, tmp_lake, monkeypatch
 ):
     uri = str(tmp_lake / "bronze")
-    ingest_topic(spark, kafka_broker, topic_with_records, uri, show_progress=False)  # table exists
+    ingest_topic(kafka_broker, topic_with_records, uri, show_progress=False)  # table exists
     _produce(kafka_broker, topic_with_records, 100, start=RECORDS)
     version = table_version(uri)
 
@@ -78,16 +78,16 @@ def test_crash_between_write_and_commit_leaves_no_visible_files(
     monkeypatch.setattr(delta_writer, "discard", lambda *a, **k: None)
     monkeypatch.setattr(delta_writer, "remove_staging", lambda *a, **k: None)
     with pytest.raises(Crash):
-        ingest_topic(spark, kafka_broker, topic_with_records, uri, show_progress=False)
+        ingest_topic(kafka_broker, topic_with_records, uri, show_progress=False)
     monkeypatch.undo()
     assert table_version(uri) == version
-    result = ingest_topic(spark, kafka_broker, topic_with_records, uri, show_progress=False)
+    result = ingest_topic(kafka_broker, topic_with_records, uri, show_progress=False)
     assert result.records == 100
     _assert_once(uri, RECORDS + 100)
 
 
 def test_crash_after_commit_and_replayed_commit_are_no_ops(
-    spark, kafka_broker, topic_with_records, tmp_lake, monkeypatch
+    kafka_broker, topic_with_records, tmp_lake, monkeypatch
 ):
     uri = str(tmp_lake / "bronze")
     real_commit = delta_writer._commit
@@ -102,7 +102,7 @@ def test_crash_after_commit_and_replayed_commit_are_no_ops(
     monkeypatch.setattr(delta_writer, "discard", lambda *a, **k: None)
     monkeypatch.setattr(delta_writer, "remove_staging", lambda *a, **k: None)
     with pytest.raises(Crash):
-        ingest_topic(spark, kafka_broker, topic_with_records, uri, show_progress=False)
+        ingest_topic(kafka_broker, topic_with_records, uri, show_progress=False)
     monkeypatch.undo()
     ends = committed_offsets(uri, topic_with_records)
     assert sum(ends.values()) == RECORDS
@@ -113,9 +113,9 @@ def test_crash_after_commit_and_replayed_commit_are_no_ops(
 
     _produce(kafka_broker, topic_with_records, 50, start=RECORDS)
     with pytest.raises(Crash):
-        ingest_topic(spark, kafka_broker, topic_with_records, uri, fault=fault, show_progress=False)
+        ingest_topic(kafka_broker, topic_with_records, uri, fault=fault, show_progress=False)
     version = table_version(uri)
-    rerun = ingest_topic(spark, kafka_broker, topic_with_records, uri, show_progress=False)
+    rerun = ingest_topic(kafka_broker, topic_with_records, uri, show_progress=False)
     assert rerun.records == 0 and table_version(uri) == version
     _assert_once(uri, RECORDS + 50)
     assert app_transaction_versions(uri) == {
@@ -123,7 +123,7 @@ def test_crash_after_commit_and_replayed_commit_are_no_ops(
     }
 
 
-def test_bounded_batches_resume_after_crash_mid_run(spark, kafka_broker, topic_with_records, tmp_lake):
+def test_bounded_batches_resume_after_crash_mid_run(kafka_broker, topic_with_records, tmp_lake):
     uri = str(tmp_lake / "bronze")
     calls = {"consumed": 0}
 
@@ -135,12 +135,10 @@ def test_bounded_batches_resume_after_crash_mid_run(spark, kafka_broker, topic_w
 
     with pytest.raises(Crash):
         ingest_topic(
-            spark, kafka_broker, topic_with_records, uri, batch_records=150, fault=fault, show_progress=False
+            kafka_broker, topic_with_records, uri, batch_records=150, fault=fault, show_progress=False
         )
     assert sum(committed_offsets(uri, topic_with_records).values()) == 300
-    result = ingest_topic(
-        spark, kafka_broker, topic_with_records, uri, batch_records=150, show_progress=False
-    )
+    result = ingest_topic(kafka_broker, topic_with_records, uri, batch_records=150, show_progress=False)
     assert result.records == RECORDS - 300
     _assert_once(uri, RECORDS)
     headers = [h for h in read_arrow(uri, columns=["headers"]).column("headers").to_pylist() if h]

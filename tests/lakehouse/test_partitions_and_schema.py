@@ -114,7 +114,7 @@ def test_schema_evolution_only_by_explicit_rule(lakehouse, spark):
             order["coupon"] = f"SAVE{i}"
         producer.produce(lh.topic("orders"), value=orjson.dumps(order), timestamp=base + i * 1000)
     producer.flush(10)
-    ingest_topic(spark, lh.client, lh.topic("orders"), lh.uri("bronze", "orders"), show_progress=False)
+    ingest_topic(lh.client, lh.topic("orders"), lh.uri("bronze", "orders"), show_progress=False)
     silver_orders = SILVER_ASSETS[0]
     silver = lh.uri("silver", "orders")
 
