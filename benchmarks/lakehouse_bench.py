@@ -96,7 +96,7 @@ def run(events: int, workdir: Path, spark, client: KafkaClientConfig, bronze_onl
             client,
             prefix + topic,
             str(lake / "bronze" / topic),
-            batch_records=1_000_000,
+            batch_records=BATCH,
             show_progress=False,
         )
         bronze[topic] = {

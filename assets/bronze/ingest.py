@@ -279,7 +279,7 @@ def ingest_topic(
             t0 = time.perf_counter()
             deadline = time.monotonic() + eof_timeout_s
             while len(batch) < want and len(at_eof) < len(partitions):
-                msgs = consumer.consume(num_messages=min(100_000, want - len(batch)), timeout=0.5)
+                msgs = consumer.consume(num_messages=min(100_000, want - len(batch)), timeout=0.05)
                 if not msgs:
                     if time.monotonic() > deadline:
                         missing = sorted(set(partitions) - at_eof)
