@@ -31,7 +31,7 @@ from edge.kafka import BrokerProfile, KafkaClientConfig  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "lakehouse.json"
 CHUNK = 1_000_000
-BATCH = int(os.environ.get("LAKEHOUSE_BENCH_BATCH", "500000"))
+BATCH = int(os.environ.get("LAKEHOUSE_BENCH_BATCH", "250000"))
 
 
 def _produce(client: KafkaClientConfig, events: int, prefix: str) -> tuple[int, float, float]:

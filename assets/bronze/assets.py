@@ -26,7 +26,7 @@ OFFSETS_SCHEMA = TableSchema.from_name_type_dict(
 
 
 class BronzeConfig(Config):
-    batch_records: int = Field(default=500_000, description="records per Delta commit (bounded memory)")
+    batch_records: int = Field(default=250_000, description="records per Delta commit (bounded memory)")
     max_records: int = Field(default=0, description="stop after this many records; 0 = to the end")
     eof_timeout_s: float = 60.0
 

@@ -17,6 +17,7 @@ payload is silver's job (in Spark, where it is cheap).
 from __future__ import annotations
 
 import contextlib
+import gc
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -59,6 +60,9 @@ BULK_CONSUMER_SETTINGS: dict[str, Any] = {
     "queued.max.messages.kbytes": 262_144,
     "queued.min.messages": 1_000_000,
 }
+#: Messages per ``consume()`` call. Small calls are cheaper per message than large ones (measured on
+#: prefetched messages: 0.23 us/msg at 500, 0.34 at 1,000, 1.07 at 100,000 — cache effects).
+CONSUME_CHUNK = 1000
 PROGRESS_THRESHOLD = 200_000
 
 
@@ -230,7 +234,7 @@ def ingest_topic(
     topic: str,
     table_uri: str,
     *,
-    batch_records: int = 500_000,
+    batch_records: int = 250_000,
     max_records: int | None = None,
     eof_timeout_s: float = 60.0,
     group_id: str | None = None,
@@ -259,6 +263,11 @@ def ingest_topic(
     progress = None
     pool: ThreadPoolExecutor | None = None
     pending: Future[_Written] | None = None
+    gc_was_enabled = gc.isenabled()
+    # A batch keeps up to `batch_records` Message objects alive, and every few hundred allocations the
+    # cyclic GC walks all of them: measured, it costs ~40% of the ingest's CPU (340k -> 540k records/s
+    # with it paused). Nothing consumed here forms reference cycles; the GC is back on when we return.
+    gc.disable()
     try:
         partitions = _partitions(consumer, topic, eof_timeout_s)
         positions = {p: result.start_offsets.get(p, 0) for p in partitions}
@@ -279,7 +288,7 @@ def ingest_topic(
             t0 = time.perf_counter()
             deadline = time.monotonic() + eof_timeout_s
             while len(batch) < want and len(at_eof) < len(partitions):
-                msgs = consumer.consume(num_messages=min(100_000, want - len(batch)), timeout=0.05)
+                msgs = consumer.consume(num_messages=min(CONSUME_CHUNK, want - len(batch)), timeout=0.05)
                 if not msgs:
                     if time.monotonic() > deadline:
                         missing = sorted(set(partitions) - at_eof)
@@ -322,6 +331,8 @@ def ingest_topic(
         if progress is not None:
             progress[0].stop()
         consumer.close()
+        if gc_was_enabled:
+            gc.enable()
     result.seconds = time.perf_counter() - started
     return result
 
