@@ -6,7 +6,7 @@ UV_VERSION := 0.13.9
 STAMP := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help prereqs install test test-fast lint format demo dagster bench broker-start broker-stop clean
+.PHONY: help prereqs install test test-fast lint format demo dagster bench bench-lakehouse broker-start broker-stop clean
 
 help: ## Show the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -46,6 +46,9 @@ dagster: install ## Open the Dagster UI (webserver + daemon) on 127.0.0.1:3000
 
 bench: install ## Run the quick benchmark set (writes benchmarks/results/*.json)
 	$(BIN)/python -m benchmarks.run_all
+
+bench-lakehouse: install ## Run the full lakehouse benchmarks: bronze, gold 1M/5M/20M, incremental (~30+ min)
+	$(BIN)/python -m benchmarks.run_lakehouse
 
 broker-start: install ## Start the embedded Kafka broker in the background
 	$(BIN)/streamhouse broker start

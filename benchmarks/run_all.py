@@ -66,6 +66,9 @@ class BenchContext:
     deadline: float
     #: results gathered so far, by benchmark name (e.g. the relay figures for a latency comparison)
     results: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    #: sizes the lakehouse hooks run at: "quick" (small, inside this budget), "full" (the issue's sizes,
+    #: ``benchmarks/run_lakehouse.py``), "tiny" (tests)
+    lakehouse_scale: str = "quick"
 
     def remaining_s(self) -> float:
         return self.deadline - time.monotonic()
@@ -228,6 +231,16 @@ HOOKS: list[tuple[str, str, str, str]] = [
 
 
 LAKEHOUSE_RESULTS = RESULTS_DIR / "lakehouse.json"
+LAKEHOUSE_HOOK_NAMES = {name for name, _, _, _ in HOOKS}
+
+
+def stop_lakehouse_spark() -> None:
+    """Stop the Spark session a lakehouse hook started (hooks share one; it lives until the end)."""
+    if "benchmarks.systems.lakehouse_common" in sys.modules:
+        try:
+            sys.modules["benchmarks.systems.lakehouse_common"].stop_spark()
+        except Exception as exc:  # the results are written already; say so and go on
+            print(f"  stopping the lakehouse Spark session failed: {exc!r}", flush=True)
 
 
 def _separate_lakehouse_measurement(name: str) -> dict[str, Any] | None:
@@ -609,9 +622,13 @@ def main(argv: list[str] | None = None) -> int:
                 r["machine"] = info
                 if name not in ("edge_count",) and r["status"] != "ok":
                     _progress(r)
-            write_results(name, results[name], a.results_dir)
-            print(f"  -> {a.results_dir / (name + '.json')} ({time.monotonic() - t0:.0f} s)", flush=True)
+            # Quick-set lakehouse figures (small sizes) must not replace the full run's record
+            # (benchmarks/run_lakehouse.py writes lakehouse_<name>.json).
+            out_name = f"{name}_quick" if name in LAKEHOUSE_HOOK_NAMES else name
+            write_results(out_name, results[name], a.results_dir)
+            print(f"  -> {a.results_dir / (out_name + '.json')} ({time.monotonic() - t0:.0f} s)", flush=True)
     finally:
+        stop_lakehouse_spark()
         broker.stop()
         if not a.keep_workdir:
             shutil.rmtree(workdir, ignore_errors=True)
