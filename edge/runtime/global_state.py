@@ -57,7 +57,13 @@ class GlobalState:
         self.silent_ahead_s = silent_ahead_s
         conf = dict(consumer_config)
         conf.update(
-            {"enable.auto.commit": False, "enable.partition.eof": True, "auto.offset.reset": "earliest"}
+            {
+                "enable.auto.commit": False,
+                "enable.partition.eof": True,
+                "auto.offset.reset": "earliest",
+                # the initial load reads whole partitions: keep prefetching past librdkafka's 100k default
+                "queued.min.messages": 1_000_000,
+            }
         )
         self._consumer = Consumer(conf)
         self.batch_records = batch_records

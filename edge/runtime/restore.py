@@ -93,6 +93,10 @@ class ChangelogReader:
                 "enable.auto.commit": False,
                 "enable.auto.offset.store": False,
                 "auto.offset.reset": "earliest",
+                # librdkafka stops prefetching a partition once ~100k messages are queued locally
+                # (queued.min.messages); a restore reads whole partitions, so let it keep fetching
+                # (memory stays bounded by queued.max.messages.kbytes).
+                "queued.min.messages": 1_000_000,
             }
         )
         self._conf = conf
