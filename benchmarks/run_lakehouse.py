@@ -59,7 +59,7 @@ def plot_gold(rows: list[dict[str, Any]], path: Path) -> Path | None:
                 label=f"fit: {a:.0f} s + {b:.1f} s per 1M events (R² {fit['r2']:.3f})")  # fmt: skip
     ax.set_xlabel("events (millions; 3 days per million)")
     ax.set_ylabel("seconds")
-    ax.set_xlim(left=0)
+    ax.set_xlim(0, xs[-1] * 1.15)
     ax.set_ylim(bottom=0)
     ax.set_title("Gold windowed aggregation (4 gold assets, one Dagster run), local[2]", fontsize=10)
     ax.legend(fontsize=8, loc="upper left")
