@@ -61,7 +61,7 @@ if TYPE_CHECKING:
 WORKLOAD = "gold-incremental"
 #: (events in the full load, days they span) per scale (``BenchContext.lakehouse_scale``).
 SIZES: dict[str, tuple[int, int]] = {
-    "tiny": (20_000, 4),
+    "tiny": (20_000, 2),
     "quick": (100_000, 30),
     "full": (3_000_000, 60),
 }

@@ -90,7 +90,8 @@ def test_synthetic_silver_fails_loudly_on_unknown_columns(spark) -> None:
         lakehouse_gold.synthetic_table("orders", lakehouse_gold.TableShape(real, ["event_date"]), 1000, 1)
     known = StructType([StructField("order_id", StringType()), StructField("event_time", TimestampType())])
     df = lakehouse_gold.synthetic_table("orders", lakehouse_gold.TableShape(known, []), 1000, 1)
-    assert df.columns == ["order_id", "event_time"] and df.count() == 500
+    assert df.columns == ["order_id", "event_time"]  # the real order, nothing else (no Spark job)
+    assert [f.dataType for f in df.schema.fields] == [StringType(), TimestampType()]
 
 
 def test_hooks_skip_with_a_reason_when_the_quick_budget_is_short(tmp_path: Path) -> None:
@@ -116,9 +117,9 @@ def test_incremental_and_gold_hooks_tiny(kafka_broker: KafkaClientConfig, spark,
     assert 0 < inc["touched_fraction"] < 1
 
     reference = ReferenceLake(Path(inc["lake"]), 0.0, {}, [])
-    [row] = lakehouse_gold.run((10_000,), tmp_path, reference, warm_up=False, log=lambda _: None)
+    [row] = lakehouse_gold.run((4_000,), tmp_path, reference, warm_up=False, log=lambda _: None)
     _check_schema(row)
     assert row["status"] == "ok" and row["seconds"] > 0 and row["days"] == 1
     assert row["verification"]["correct"], row["verification"]
-    assert row["verification"]["gold_tumbling_orders"] == row["orders"] == 5_000
+    assert row["verification"]["gold_tumbling_orders"] == row["orders"] == 2_000
     assert row["target_met"] is None  # one size: no verdict (the verdict is tested above)
