@@ -65,7 +65,8 @@ SIZES: dict[str, tuple[int, int]] = {
     "quick": (100_000, 30),
     "full": (3_000_000, 60),
 }
-NEEDS_S: dict[str, float] = {"tiny": 0.0, "quick": 200.0, "full": 0.0}
+#: Measured at quick scale on an idle machine: ~100 s with a warm JVM (2026-11-21); margin for load.
+NEEDS_S: dict[str, float] = {"tiny": 0.0, "quick": 130.0, "full": 0.0}
 NEW_FRACTION = 0.01
 #: "About 1 %": the marginal cost of the incremental run may be up to 5 % of the full run's. Daily
 #: partitions make the floor the share of data in the recomputed days (``touched_fraction``).
@@ -309,6 +310,7 @@ def run(
     *,
     measure_overhead: bool = True,
     check_from_scratch: bool = True,
+    judge: bool = True,
     log: Callable[[str], None] = print,
 ) -> list[dict[str, Any]]:
     """The five runs of the module docstring; one result object with everything. Without
@@ -363,9 +365,11 @@ def run(
 
     summary = summarize(full, incremental, noop, empty_day)
     marginal = summary["overall"]["marginal_ratio"]
-    target_met = None
+    within = None
     if marginal is not None and measure_overhead:
-        target_met = bool(check["correct"] and marginal <= TOLERANCE)
+        within = bool(check["correct"] and marginal <= TOLERANCE)
+    # Only the full size is the issue's figure; at small sizes fixed costs dominate (no verdict).
+    target_met = within if judge else None
     return [
         result(
             SYSTEM,
@@ -387,6 +391,7 @@ def run(
             },
             **summary,
             tolerance=TOLERANCE,
+            marginal_within_tolerance=within,
             target_met=target_met,
             rule=f"(incremental - overhead) / (full - overhead) <= {TOLERANCE}, the incremental lake "
             "equals a from-scratch recompute and holds exactly the valid records produced",
@@ -418,7 +423,13 @@ def bench(ctx: BenchContext) -> list[dict[str, Any]]:
     if scale != "tiny":
         # Warm the JVM (and Spark's code paths) so the full run is not billed for compilation.
         run_reference_pipeline(ctx.client, ctx.workdir, layers=LAYERS[1:])
-    full_scale = scale != "tiny"
+    not_tiny = scale != "tiny"
     return run(
-        ctx.client, ctx.workdir, events, days, measure_overhead=full_scale, check_from_scratch=full_scale
+        ctx.client,
+        ctx.workdir,
+        events,
+        days,
+        measure_overhead=not_tiny,
+        check_from_scratch=not_tiny,
+        judge=scale == "full",
     )
