@@ -23,6 +23,7 @@ planning, Delta commits, plots) from the per-event cost ``b``. ``target_met`` wh
 million events of the last step (5M → 20M) is at most ``LINEARITY_TOLERANCE`` x that of the first step
 (1M → 5M): a super-linear engine (sort spills, skew, quadratic windows) would break it; sub-linear growth
 (fixed cost amortised) passes. It needs three sizes; smaller runs report the fit and no verdict.
+Each size's ``events_per_s`` is events / wall seconds of its gold run.
 """
 
 from __future__ import annotations

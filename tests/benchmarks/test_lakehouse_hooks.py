@@ -123,3 +123,15 @@ def test_incremental_and_gold_hooks_tiny(kafka_broker: KafkaClientConfig, spark,
     assert row["verification"]["correct"], row["verification"]
     assert row["verification"]["gold_tumbling_orders"] == row["orders"] == 2_000
     assert row["target_met"] is None  # one size: no verdict (the verdict is tested above)
+
+
+def test_history_comparison_orders_by_days_and_skips_failed_runs() -> None:
+    def row(days: int, incr: float, full: float, status: str = "ok") -> dict:
+        overall = {"full_s": full, "incremental_s": incr, "ratio": incr / full, "marginal_ratio": 0.1}
+        return {"days": days, "events": days * 1000, "overall": overall, "touched_fraction": 2 / days,
+                "status": status}  # fmt: skip
+
+    rows = [row(60, 16, 106), row(30, 15, 55), row(90, 1, 1, "failed")]
+    out = lakehouse_incremental.history_comparison(rows)
+    assert [r["days"] for r in out] == [30, 60]
+    assert out[1]["ratio"] == pytest.approx(16 / 106)
