@@ -113,15 +113,17 @@ def _expected_valid(data: Any) -> dict[str, int]:
 def _produce_full(
     client: KafkaClientConfig, prefix: str, events: int, days: int
 ) -> tuple[int, date, dict[str, int]]:
-    """Sample data in chunks of ``CHUNK`` events, each on its own consecutive run of days."""
+    """Sample data in equal chunks of at most ``CHUNK`` events, each on its own consecutive run of days,
+    so every day gets the same volume (the newest days are as full as the oldest)."""
     from assets import sample_data
 
     chunks = max(1, -(-events // CHUNK))
     per_chunk_days = max(1, days // chunks)
+    per_chunk = -(-events // chunks)
     total = 0
     valid = {"orders": 0, "clicks": 0}
     for i in range(chunks):
-        n = min(CHUNK, events - i * CHUNK)
+        n = min(per_chunk, events - i * per_chunk)
         data = sample_data.generate(
             n,
             seed=100 + i,
