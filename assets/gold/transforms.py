@@ -23,8 +23,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 TUMBLING = "5 minutes"
-HOP_SIZE = "10 minutes"
-HOP_SLIDE = "1 minute"
+HOP_MINUTES = 10  # hopping windows: 10 minutes long, one starting every minute
 SESSION_GAP_S = 30 * 60
 
 
@@ -59,23 +58,49 @@ def revenue_tumbling(orders: DataFrame, dates: Sequence[date]) -> DataFrame:
 
 
 def revenue_hopping(orders: DataFrame, dates: Sequence[date]) -> DataFrame:
+    """10-minute windows every minute, computed from per-minute partials instead of 10 copies of each order.
+
+    ``F.window(size, slide)`` expands every event into its 10 windows and ``countDistinct`` doubles that
+    again: 20x the input through a shuffle, which made this table grow faster than linearly with the
+    data (13.5 s at 5M orders, 82.8 s at 20M). Here revenue and order counts are summed per minute
+    first, and a minute's partials are credited to the 10 windows containing it; distinct customers are
+    counted by crediting each customer to the windows ``[max(m - 9, previous minute + 1), m]`` of each
+    minute ``m`` it ordered in, so a (customer, window) pair is counted exactly once (by the customer's
+    first minute inside the window) with a plain, map-side-combinable count.
+    """
+    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    w = F.window("event_time", HOP_SIZE, HOP_SLIDE)
+    span = HOP_MINUTES - 1
+    o = orders.select(
+        F.floor(F.unix_micros("event_time") / 60_000_000).alias("m"),
+        "customer_id",
+        (F.col("quantity") * F.col("unit_price")).alias("amount"),
+    )
+    per_minute = o.groupBy("m").agg(F.sum("amount").alias("rev"), F.count("*").alias("n"))
+    sums = (
+        per_minute.select(F.explode(F.sequence(F.col("m") - span, F.col("m"))).alias("s"), "rev", "n")
+        .groupBy("s")
+        .agg(F.round(F.sum("rev"), 2).alias("revenue"), F.sum("n").cast("bigint").alias("orders"))
+    )
+    pairs = o.where(F.col("customer_id").isNotNull()).select("customer_id", "m").distinct()
+    previous = F.lag("m").over(Window.partitionBy("customer_id").orderBy("m"))
+    first_start = F.greatest(F.col("m") - span, F.coalesce(previous + 1, F.col("m") - span))
+    customers = (
+        pairs.select(first_start.alias("lo"), "m")  # a window function cannot sit inside a generator
+        .select(F.explode(F.sequence("lo", "m")).alias("s"))
+        .groupBy("s")
+        .agg(F.count("*").cast("bigint").alias("customers"))
+    )
     return (
-        orders.groupBy(w.alias("w"))
-        .agg(
-            F.round(F.sum(F.col("quantity") * F.col("unit_price")), 2).alias("revenue"),
-            F.count("*").cast("bigint").alias("orders"),
-            F.countDistinct("customer_id").cast("bigint").alias("customers"),
-        )
+        sums.join(customers, "s", "left")
         .select(
-            F.col("w.start").alias("window_start"),
-            F.col("w.end").alias("window_end"),
+            F.timestamp_seconds(F.col("s") * 60).alias("window_start"),
+            F.timestamp_seconds((F.col("s") + HOP_MINUTES) * 60).alias("window_end"),
             "revenue",
             "orders",
-            "customers",
-            F.to_date("w.start").alias("window_date"),
+            F.coalesce(F.col("customers"), F.lit(0).cast("bigint")).alias("customers"),
+            F.to_date(F.timestamp_seconds(F.col("s") * 60)).alias("window_date"),
         )
         .filter(_in_dates("window_start", dates))
     )
