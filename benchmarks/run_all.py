@@ -207,7 +207,23 @@ def bench_edge_restore(ctx: BenchContext) -> list[dict[str, Any]]:
     from benchmarks.systems import streamhouse_count
 
     count = _find(ctx.results, "edge_count", system=streamhouse_count.SYSTEM) or {}
-    return [streamhouse_count.bench_restore(ctx.client, count, ctx.workdir, ctx.timeout_s(120))]
+    out = [streamhouse_count.bench_restore(ctx.client, count, ctx.workdir, ctx.timeout_s(120))]
+    out.append(_guard(lambda: _steady_restore(ctx), "streamhouse-edge", RESTORE_STEADY, ctx))
+    return out
+
+
+#: The restore-rate figure the target is judged on: a changelog big enough for a steady rate.
+RESTORE_STEADY = "changelog-restore-400k-distinct"
+
+
+def _steady_restore(ctx: BenchContext) -> dict[str, Any]:
+    from benchmarks.edge_runtime_restore import measure_restore
+
+    figures = measure_restore(ctx.client, ctx.workdir, 400_000, 4, name=f"bench-{ctx.run_id}-restore")
+    method = ("400k distinct keys over 4 changelog partitions, empty state dir, RocksDB; rate over the "
+              "restore consumer's pass (benchmarks/edge_runtime_restore.py)")  # fmt: skip
+    return result("streamhouse-edge", RESTORE_STEADY, figures["records"], figures["restore_records_per_s"],
+                  method=method, **figures)  # fmt: skip
 
 
 def bench_edge_instances(ctx: BenchContext) -> list[dict[str, Any]]:
@@ -394,10 +410,14 @@ def evaluate_targets(results: dict[str, list[dict[str, Any]]]) -> list[dict[str,
                                f"p50 {r['p50_ms']} ms, p99 {r['p99_ms']} ms"))  # fmt: skip
         else:
             out.append(_target(label, None, "each <= 1.3", None, why(r) if r else "not measured"))
-    rest = next((r for r in results.get("edge_restore", []) if r.get("events_per_s")), None)
-    out.append(_target("changelog restore records/s", rest and rest["events_per_s"], ">= 200000",
-                       None if not rest else rest["events_per_s"] >= 200_000,
-                       "" if rest else why(*results.get("edge_restore", []))))  # fmt: skip
+    rest = _find(results, "edge_restore", workload=RESTORE_STEADY)
+    small = _find(results, "edge_restore", workload="changelog-restore")
+    note = (f"steady state, 400k records; the count run's {small['events']:,}-record changelog: "
+            f"{small['events_per_s']:,}/s" if small and small.get("events_per_s") else "")  # fmt: skip
+    ok = bool(rest and rest.get("events_per_s"))
+    out.append(_target("changelog restore records/s", rest["events_per_s"] if ok else None, ">= 200000",
+                       rest["events_per_s"] >= 200_000 if ok else None,
+                       note if ok else why(*results.get("edge_restore", []))))  # fmt: skip
     br = next((r for r in results.get("lakehouse_bronze", []) if r.get("events_per_s")), None)
     out.append(_target("Kafka -> bronze records/s", br and br["events_per_s"], ">= 300000",
                        None if not br else br["events_per_s"] >= 300_000,
@@ -581,7 +601,7 @@ def main(argv: list[str] | None = None) -> int:
 
         plan: list[tuple[str, float, Callable[[], list[dict[str, Any]]]]] = [
             ("edge_count", 60, lambda: bench_edge_count(ctx, a.skip_quix, a.count_rounds)),
-            ("edge_restore", 20, lambda: bench_edge_restore(ctx)),
+            ("edge_restore", 30, lambda: bench_edge_restore(ctx)),
             ("edge_enrichment", 40, lambda: bench_edge_enrichment(ctx)),
             ("relay_latency", 30, lambda: bench_relay(ctx, a.relay_seconds, a.relay_repeats)),
             (

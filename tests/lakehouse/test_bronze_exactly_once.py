@@ -1,5 +1,6 @@
-"""Bronze is exactly once (and needs no Spark): a crash before the write, between writing files and committing, or after
-the commit never loses or duplicates a record on the rerun (offsets live in the Delta commit)."""
+"""Bronze is exactly once (and needs no Spark): a crash before the write, between writing files and
+committing, or after the commit never loses or duplicates a record on the rerun (offsets live in the
+Delta commit)."""
 
 from __future__ import annotations
 
