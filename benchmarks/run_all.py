@@ -279,40 +279,6 @@ def _separate_lakehouse_measurement(name: str) -> dict[str, Any] | None:
     return None
 
 
-def bench_lakehouse_bronze(ctx: BenchContext, events: int) -> list[dict[str, Any]]:
-    """Opt-in (``--lakehouse``): the lakehouse's own Kafka -> bronze ingestion on the shared broker.
-
-    Calls ``benchmarks.lakehouse_bench.run(..., bronze_only=True)`` (owned by the lakehouse), which
-    produces its sample data to this run's broker and times ``ingest_topic`` per topic.
-    """
-    system, workload = "streamhouse-lakehouse", "kafka-to-bronze"
-    try:
-        from assets.spark.session import build_spark_session
-        from benchmarks import lakehouse_bench
-    except Exception as exc:
-        return [not_available(system, workload, 0, f"lakehouse benchmark does not import: {exc!r}")]
-    spark = build_spark_session(
-        "local[2]", app_name="streamhouse-bench",
-        extra_conf={"spark.driver.memory": "2g", "spark.ui.showConsoleProgress": "false"},
-    )  # fmt: skip
-    spark.sparkContext.setLogLevel("ERROR")
-    try:
-        out = lakehouse_bench.run(events, ctx.workdir, spark, ctx.client, bronze_only=True)
-    finally:
-        spark.stop()
-    records = sum(b["records"] for b in out["bronze"].values())
-    return [
-        result(
-            system,
-            workload,
-            records,
-            out["bronze_records_per_s"],
-            per_topic=out["bronze"],
-            source="benchmarks.lakehouse_bench.run(bronze_only=True) on the shared broker",
-        )
-    ]
-
-
 def run_hook(ctx: BenchContext, name: str, module: str, workload: str, what: str) -> list[dict[str, Any]]:
     system = "streamhouse-lakehouse" if name.startswith("lakehouse") else "streamhouse-edge"
     try:
@@ -320,10 +286,6 @@ def run_hook(ctx: BenchContext, name: str, module: str, workload: str, what: str
     except ModuleNotFoundError as exc:
         if exc.name and module.startswith(exc.name):
             reason = f"no hook in this run ({module.replace('.', '/')}.py does not exist)"
-            if name == "lakehouse_bronze":
-                reason += (
-                    "; not in the quick set (Spark); `run_all --lakehouse` runs the lakehouse's own ingestion"
-                )
         else:
             reason = f"{module} does not import: ModuleNotFoundError: {exc}"
         extra = {"measures": what}
@@ -549,12 +511,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--relay-repeats", type=int, default=3)
     ap.add_argument("--budget-s", type=float, default=DEFAULT_BUDGET_S)
     ap.add_argument("--skip-quix", action="store_true")
-    ap.add_argument(
-        "--lakehouse",
-        action="store_true",
-        help="also run the lakehouse's Kafka -> bronze ingestion (Spark; outside the 10-minute budget)",
-    )
-    ap.add_argument("--lakehouse-events", type=int, default=1_000_000)
     ap.add_argument("--only", default="", help="comma-separated benchmark names to run")
     ap.add_argument("--results-dir", type=Path, default=RESULTS_DIR)
     ap.add_argument(
@@ -613,9 +569,6 @@ def main(argv: list[str] | None = None) -> int:
             ("edge_instances", 40, lambda: bench_edge_instances(ctx)),
         ]
         for name, module, workload, what in HOOKS:
-            if name == "lakehouse_bronze" and a.lakehouse:
-                plan.append((name, -1e9, lambda: bench_lakehouse_bronze(ctx, a.lakehouse_events)))
-                continue
             plan.append((name, 0, lambda n=name, m=module, w=workload, h=what: run_hook(ctx, n, m, w, h)))
         for name, min_s, fn in plan:
             if not want(name):
