@@ -51,6 +51,19 @@ def quiet() -> None:
     warnings.filterwarnings("ignore", category=DeprecationWarning)
 
 
+def skipped_for_budget(ctx: Any, workload: str, need_s: float, what: str) -> list[dict[str, Any]] | None:
+    """A `not_available` result when the quick set's remaining budget is below ``need_s``, else None."""
+    from benchmarks.common import not_available
+
+    if not need_s or ctx.remaining_s() >= need_s:
+        return None
+    reason = (
+        f"skipped: needs ~{need_s:.0f} s (Spark, {what}), {ctx.remaining_s():.0f} s left in the quick "
+        "set's budget; `make bench-lakehouse` runs it at full size"
+    )
+    return [not_available(SYSTEM, workload, 0, reason)]
+
+
 def spark_session(master: str = SPARK_MASTER, driver_memory: str = DRIVER_MEMORY) -> SparkSession:
     """The benchmark's Spark session (started once per process, reused by every hook).
 

@@ -36,7 +36,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from benchmarks.common import not_available, result
+from benchmarks.common import result
 from benchmarks.systems.lakehouse_common import (
     SYSTEM,
     LakehouseBenchError,
@@ -48,6 +48,7 @@ from benchmarks.systems.lakehouse_common import (
     quiet,
     run_reference_pipeline,
     run_selection,
+    skipped_for_budget,
     spark_session,
     step_seconds,
 )
@@ -451,17 +452,9 @@ def bench(ctx: BenchContext) -> list[dict[str, Any]]:
     quiet()
     scale = getattr(ctx, "lakehouse_scale", "quick")
     sizes = SIZES[scale]
-    need = NEEDS_S[scale]
-    if need and ctx.remaining_s() < need:
-        return [
-            not_available(
-                SYSTEM,
-                WORKLOAD,
-                0,
-                f"skipped: needs ~{need:.0f} s (Spark, sizes {list(sizes)}), {ctx.remaining_s():.0f} s left "
-                "in the quick set's budget; `make bench-lakehouse` runs 1M/5M/20M",
-            )
-        ]
+    skipped = skipped_for_budget(ctx, WORKLOAD, NEEDS_S[scale], f"sizes {list(sizes)}")
+    if skipped is not None:
+        return skipped
     spark_session()
     reference = run_reference_pipeline(ctx.client, ctx.workdir)
     return run(sizes, ctx.workdir, reference, warm_up=scale != "tiny")

@@ -39,7 +39,7 @@ from datetime import date, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from benchmarks.common import not_available, result
+from benchmarks.common import result
 from benchmarks.systems.lakehouse_common import (
     QUIET_RUN_CONFIG,
     SYSTEM,
@@ -50,6 +50,7 @@ from benchmarks.systems.lakehouse_common import (
     load_avg,
     quiet,
     run_reference_pipeline,
+    skipped_for_budget,
     spark_session,
     step_seconds,
 )
@@ -415,17 +416,9 @@ def bench(ctx: BenchContext) -> list[dict[str, Any]]:
     quiet()
     scale = getattr(ctx, "lakehouse_scale", "quick")
     events, days = SIZES[scale]
-    need = NEEDS_S[scale]
-    if need and ctx.remaining_s() < need:
-        return [
-            not_available(
-                SYSTEM,
-                WORKLOAD,
-                0,
-                f"skipped: needs ~{need:.0f} s (Spark, {events:,} events), {ctx.remaining_s():.0f} s left in "
-                "the quick set's budget; `make bench-lakehouse` runs it at full size",
-            )
-        ]
+    skipped = skipped_for_budget(ctx, WORKLOAD, NEEDS_S[scale], f"{events:,} events")
+    if skipped is not None:
+        return skipped
     spark_session()
     if scale != "tiny":
         # Warm the JVM (and Spark's code paths) so the full run is not billed for compilation.
