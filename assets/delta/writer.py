@@ -461,14 +461,23 @@ def write_delta(
     app_transactions: Sequence[AppTransaction] = (),
     schema_evolution: bool = False,
     commit_metadata: Mapping[str, str] | None = None,
+    append_outside_where: bool = False,
 ) -> CommitResult:
     """Write a Spark DataFrame to a Delta table in one atomic commit.
 
     Modes: append; overwrite (replace all rows); overwrite_where (replace the partitions selected by
     `where`, every row of `df` must fall inside them); merge (upsert on `merge_keys`).
+    ``append_outside_where`` (overwrite_where only) appends rows outside `where` to their partitions
+    instead of refusing them: incremental runs rebuild some partitions and add to others in one commit.
     """
     location = resolve(table_uri)
     _validate_options(mode, where, merge_keys, app_transactions, location.uri)
+    if append_outside_where and mode != "overwrite_where":
+        raise WriteOptionsError(
+            f"append_outside_where is only used with mode='overwrite_where' (got mode={mode!r}) for "
+            f"table {location.uri}.",
+            table_uri=location.uri,
+        )
     schema = spark_schema_json(df.schema)
     prepared = _prepare(location, schema, partition_by, app_transactions, schema_evolution)
     if isinstance(prepared, CommitResult):
@@ -482,7 +491,9 @@ def write_delta(
         removes = active_files(dt)
     elif mode == "overwrite_where":
         typed_where = normalize_where(where, partition_types, table_uri=location.uri, version=read_version)
-        outside = data.filter(~spark_predicate(typed_where)).limit(1).collect()
+        outside = (
+            [] if append_outside_where else data.filter(~spark_predicate(typed_where)).limit(1).collect()
+        )
         if outside:
             sample = {p: outside[0][p] for p in parts}
             raise PartitionFilterError(

@@ -1,11 +1,14 @@
 """Silver assets: typed and deduplicated events per day, rejected rows in quarantine tables.
 
-``silver/orders`` and ``silver/clicks`` are daily partitions (replaced atomically with
-``overwrite_where``); ``silver/customers`` (profile history with validity intervals) and
-``silver/products`` are small dimension tables rebuilt as a whole.
+``silver/orders`` and ``silver/clicks`` are daily partitions. A run reads only the bronze records each
+requested day has not seen yet and appends what they yield (``assets.silver.watermarks``); days never
+built, or a ``full_refresh``, are rebuilt and replaced atomically. ``silver/customers`` (profile history
+with validity intervals) and ``silver/products`` are small dimension tables rebuilt as a whole, and only
+when their bronze table changed.
 """
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
@@ -23,10 +26,12 @@ from dagster_pyspark import PySparkResource
 from pydantic import Field
 
 from assets.bronze.assets import bronze_key
+from assets.delta import AppTransaction
 from assets.lineage import commit_lineage, pinned_version, read_partitions, table_metadata
 from assets.sample_data import CLICKS, CUSTOMERS, ORDERS, PRODUCTS
 from assets.silver.transform import (
     PARTITION_COL,
+    QUARANTINE_KEY,
     SPECS,
     UNKNOWN,
     SchemaRule,
@@ -36,6 +41,14 @@ from assets.silver.transform import (
     deduplicate,
     row_profile,
     split,
+)
+from assets.silver.watermarks import (
+    BronzeReadPlan,
+    bronze_table_id,
+    dimension_watermark_id,
+    plan_bronze_read,
+    read_plan,
+    transaction_version,
 )
 from edge.errors import StreamhouseError
 from orchestration.partitions import BACKFILL_POLICY, DAILY, to_date
@@ -55,6 +68,12 @@ class SilverConfig(Config):
         default_factory=dict,
         description="schema rule for this run: new nullable payload fields to add, name -> type",
     )
+    full_refresh: bool = Field(
+        default=False,
+        description="rebuild the selected days from every bronze record of those days (after a change to "
+        "the silver logic or a bronze replay), instead of reading only the records added since each "
+        "day was last built",
+    )
 
 
 def silver_key(topic: str) -> AssetKey:
@@ -67,7 +86,9 @@ def quarantine_key(topic: str) -> AssetKey:
 
 def _rule(topic: str, config: SilverConfig) -> SchemaRule:
     base = SCHEMA_RULES.get(topic, SchemaRule())
-    return SchemaRule({**base.add_columns, **config.add_columns})
+    rule = SchemaRule({**base.add_columns, **config.add_columns})
+    rule.validate(topic, SPECS[topic].contract)  # refused even when there is nothing to read
+    return rule
 
 
 def _bronze_version(lake: LakeResource, topic: str) -> tuple[str, int]:
@@ -103,19 +124,83 @@ def _align(df: Any, table_uri: str, rule: SchemaRule) -> tuple[Any, bool]:
     return df, evolves
 
 
+def _needs_new_columns(table_uri: str, rule: SchemaRule) -> bool:
+    """A rule adds columns the table lacks: the requested days must be rebuilt to fill them."""
+    from assets.delta import table_exists, table_schema
+
+    if not rule.add_columns or not table_exists(table_uri):
+        return False
+    existing = {f.name for f in table_schema(table_uri).fields}
+    return any(name not in existing for name in rule.add_columns)
+
+
+def _existing(spark: Any, table_uri: str, days: list[date], columns: list[str]) -> Any | None:
+    """``columns`` of the rows ``table_uri`` holds on ``days`` (None when there is nothing to match)."""
+    from assets.delta import table_exists
+
+    if not days or not table_exists(table_uri):
+        return None
+    version = pinned_version(table_uri)
+    return read_partitions(spark, table_uri, version=version, column=PARTITION_COL, values=days).select(
+        *columns
+    )
+
+
+def _without(df: Any, existing: Any | None, columns: list[str]) -> Any:
+    return df if existing is None else df.join(existing, columns, "left_anti")
+
+
+@dataclass
+class _Target:
+    """How a run writes: the days it rebuilds (None: the whole table) and the days it appends to."""
+
+    rebuild_days: list[date] | None
+    append_days: list[date]
+    transactions: list[AppTransaction]
+    extra: dict[str, Any]
+
+    @property
+    def days(self) -> list[date] | None:
+        return None if self.rebuild_days is None else sorted([*self.rebuild_days, *self.append_days])
+
+
+def _write(
+    df: Any, uri: str, target: _Target, *, evolves: bool, lineage: dict[str, str], partitioned: bool
+) -> Any:
+    from assets.delta import write_delta
+
+    common: dict[str, Any] = {
+        "schema_evolution": evolves,
+        "commit_metadata": lineage,
+        "app_transactions": target.transactions,
+    }
+    if partitioned:
+        common["partition_by"] = [PARTITION_COL]
+    if target.rebuild_days is None:
+        return write_delta(df, uri, mode="overwrite", **common)
+    if target.rebuild_days:
+        return write_delta(
+            df,
+            uri,
+            mode="overwrite_where",
+            where={PARTITION_COL: target.rebuild_days},
+            append_outside_where=True,
+            **common,
+        )
+    return write_delta(df, uri, mode="append", **common)
+
+
 def _write_pair(
     spark: Any,
     spec: SilverSpec,
     lake: LakeResource,
-    bronze_uri: str,
     bronze_version: int,
     bronze_df: Any,
     rule: SchemaRule,
-    dates: list[date] | None,
+    target: _Target,
 ) -> tuple[MaterializeResult, MaterializeResult]:
+    """Silver and quarantine rows from ``bronze_df``; appended rows skip keys the tables already hold."""
     from pyspark import StorageLevel
-
-    from assets.delta import write_delta
 
     topic = spec.topic
     silver_uri = lake.table_uri("silver", topic)
@@ -128,33 +213,23 @@ def _write_pair(
             valid = customer_history(frames.valid)
         else:
             valid = deduplicate(frames.valid, spec.key, latest=spec.time_col is None)
+        valid = _without(
+            valid, _existing(spark, silver_uri, target.append_days, list(spec.key)), list(spec.key)
+        )
+        quarantine = _without(
+            frames.quarantine,
+            _existing(spark, q_uri, target.append_days, list(QUARANTINE_KEY)),
+            list(QUARANTINE_KEY),
+        )
         valid, evolves = _align(valid, silver_uri, rule)
         valid = valid.persist(StorageLevel.MEMORY_AND_DISK)
         inputs = {f"bronze/{topic}": bronze_version}
+        dates = target.days
         lineage = commit_lineage(inputs, partitions=",".join(d.isoformat() for d in dates or []))
-        if dates is not None:
-            where = {PARTITION_COL: dates}
-            commit = write_delta(
-                valid,
-                silver_uri,
-                mode="overwrite_where",
-                partition_by=[PARTITION_COL],
-                where=where,
-                schema_evolution=evolves,
-                commit_metadata=lineage,
-            )
-        else:
-            commit = write_delta(
-                valid, silver_uri, mode="overwrite", schema_evolution=evolves, commit_metadata=lineage
-            )
-        q_commit = write_delta(
-            frames.quarantine,
-            q_uri,
-            mode="overwrite_where" if dates is not None else "overwrite",
-            partition_by=[PARTITION_COL],
-            where={PARTITION_COL: dates} if dates is not None else None,
-            commit_metadata=lineage,
+        commit = _write(
+            valid, silver_uri, target, evolves=evolves, lineage=lineage, partitioned=dates is not None
         )
+        q_commit = _write(quarantine, q_uri, target, evolves=False, lineage=lineage, partitioned=True)
         profile = row_profile(frames.typed, spec, rule)
         typed_valid = profile.pop("", 0)
         unknown = profile.pop(UNKNOWN, [])
@@ -166,15 +241,16 @@ def _write_pair(
             "unknown_payload_fields": MetadataValue.json(unknown),
             "schema_rule": MetadataValue.json(dict(rule.add_columns)),
             "schema_evolved": MetadataValue.bool(evolves),
+            **target.extra,
         }
         meta = table_metadata(silver_uri, commit, valid, inputs=inputs, partitions=dates, extra=extra)
         q_meta = table_metadata(
             q_uri,
             q_commit,
-            frames.quarantine,
+            quarantine,
             inputs=inputs,
             partitions=dates,
-            extra={"reasons": MetadataValue.json(dict(sorted(profile.items())[:50]))},
+            extra={"reasons": MetadataValue.json(dict(sorted(profile.items())[:50])), **target.extra},
             preview_columns=["topic", "partition", "offset", "reason", "value"],
         )
     finally:
@@ -185,6 +261,37 @@ def _write_pair(
         MaterializeResult(asset_key=silver_key(topic), metadata=meta),
         MaterializeResult(asset_key=quarantine_key(topic), metadata=q_meta),
     )
+
+
+def _up_to_date(
+    lake: LakeResource, topic: str, bronze_version: int, dates: list[date] | None
+) -> tuple[MaterializeResult, MaterializeResult]:
+    """Materializations for a run that found no bronze record its days have not seen: no commit."""
+    results = []
+    for layer, key in (("silver", silver_key(topic)), ("quarantine", quarantine_key(topic))):
+        uri = lake.table_uri(layer, topic)
+        meta: dict[str, Any] = {
+            "table_uri": MetadataValue.path(uri),
+            "delta_version": MetadataValue.int(pinned_version(uri) or 0),
+            "commit_skipped": MetadataValue.bool(True),
+            "rows_written": MetadataValue.int(0),
+            "up_to_date": MetadataValue.bool(True),
+            "input_versions": MetadataValue.json({f"bronze/{topic}": bronze_version}),
+        }
+        if dates is not None:
+            meta["partitions_replaced"] = MetadataValue.json([])
+            meta["partitions_checked"] = MetadataValue.json([d.isoformat() for d in dates])
+        results.append(MaterializeResult(asset_key=key, metadata=meta))
+    return results[0], results[1]
+
+
+def _days_metadata(plan: BronzeReadPlan) -> dict[str, Any]:
+    return {
+        "rebuilt_days": MetadataValue.json([d.isoformat() for d in plan.rebuild_days]),
+        "appended_days": MetadataValue.json([d.isoformat() for d in plan.append_days]),
+        "rescanned_days": MetadataValue.json([d.isoformat() for d in plan.rescanned_days]),
+        "bronze_files_read": MetadataValue.int(len(plan.files)),
+    }
 
 
 def build_silver_events(topic: str) -> AssetsDefinition:
@@ -214,16 +321,29 @@ def build_silver_events(topic: str) -> AssetsDefinition:
     def _silver(
         context: AssetExecutionContext, config: SilverConfig, lake: LakeResource, pyspark: PySparkResource
     ):
-        spark = pyspark.spark_session
         dates = [to_date(k) for k in context.partition_keys]
         bronze_uri, bronze_version = _bronze_version(lake, topic)
-        bronze_df = read_partitions(
-            spark, bronze_uri, version=bronze_version, column=PARTITION_COL, values=dates
+        rule = _rule(topic, config)
+        silver_uri = lake.table_uri("silver", topic)
+        plan = plan_bronze_read(
+            bronze_uri,
+            bronze_version,
+            [silver_uri, lake.table_uri("quarantine", topic)],
+            dates,
+            column=PARTITION_COL,
+            rebuild=config.full_refresh or _needs_new_columns(silver_uri, rule),
         )
-        context.log.info(f"silver/{topic}: {len(dates)} day(s) from bronze version {bronze_version}")
-        yield from _write_pair(
-            spark, spec, lake, bronze_uri, bronze_version, bronze_df, _rule(topic, config), dates
+        context.log.info(
+            f"silver/{topic}: {len(dates)} day(s) at bronze version {bronze_version}: "
+            f"{len(plan.rebuild_days)} rebuilt, {len(plan.append_days)} appended to, "
+            f"{len(plan.files)} bronze file(s) to read"
         )
+        if plan.up_to_date:
+            yield from _up_to_date(lake, topic, bronze_version, dates)
+            return
+        spark = pyspark.spark_session
+        target = _Target(plan.rebuild_days, plan.append_days, plan.advancing, _days_metadata(plan))
+        yield from _write_pair(spark, spec, lake, bronze_version, read_plan(spark, plan), rule, target)
 
     return _silver
 
@@ -257,12 +377,24 @@ def build_silver_dimension(topic: str) -> AssetsDefinition:
     def _silver(
         context: AssetExecutionContext, config: SilverConfig, lake: LakeResource, pyspark: PySparkResource
     ):
-        spark = pyspark.spark_session
+        """Rebuilt as a whole (profile history needs every version), but only when bronze changed."""
         bronze_uri, bronze_version = _bronze_version(lake, topic)
+        rule = _rule(topic, config)
+        silver_uri = lake.table_uri("silver", topic)
+        app_id = dimension_watermark_id(bronze_table_id(bronze_uri))
+        marks = [
+            transaction_version(uri, app_id) for uri in (silver_uri, lake.table_uri("quarantine", topic))
+        ]
+        current = all(m is not None and m >= bronze_version for m in marks)
+        if current and not config.full_refresh and not _needs_new_columns(silver_uri, rule):
+            context.log.info(f"silver/{topic}: up to date with bronze version {bronze_version}")
+            yield from _up_to_date(lake, topic, bronze_version, None)
+            return
+        spark = pyspark.spark_session
         bronze_df = read_partitions(spark, bronze_uri, version=bronze_version)
-        yield from _write_pair(
-            spark, spec, lake, bronze_uri, bronze_version, bronze_df, _rule(topic, config), None
-        )
+        txns = [] if current else [AppTransaction(app_id, bronze_version)]
+        target = _Target(None, [], txns, {})
+        yield from _write_pair(spark, spec, lake, bronze_version, bronze_df, rule, target)
 
     return _silver
 

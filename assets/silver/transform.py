@@ -37,6 +37,8 @@ QUARANTINE_COLUMNS = [
     "ingest_time",
     PARTITION_COL,
 ]
+#: identifies a quarantined record: its position in Kafka
+QUARANTINE_KEY = ("topic", "partition", "offset")
 
 
 class SchemaRuleError(StreamhouseError):
