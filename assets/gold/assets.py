@@ -1,12 +1,13 @@
 """Gold assets: windowed aggregates and the as-of enriched orders, daily partitions, with plots.
 
-Every run reads its silver inputs pinned at one version, recomputes only the requested days and
-replaces exactly those Delta partitions in one commit, recording the input versions in both the
-Dagster metadata and the Delta commit.
+Every run reads its silver inputs pinned at one version, recomputes the requested days whose input
+partitions changed since they were last built (``assets.gold.freshness``; all of them with
+``full_refresh``) and replaces exactly those Delta partitions in one commit, recording the input
+versions in both the Dagster metadata and the Delta commit.
 """
 
 from collections.abc import Callable
-from datetime import date, timedelta
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -15,15 +16,18 @@ from dagster import (
     AssetExecutionContext,
     AssetKey,
     AssetsDefinition,
+    Config,
     MaterializeResult,
     MetadataValue,
     TimeWindowPartitionMapping,
     asset,
 )
 from dagster_pyspark import PySparkResource
+from pydantic import Field
 
 from assets import plots
 from assets.gold import transforms as T
+from assets.gold.freshness import GoldInput, GoldPlan, plan_gold
 from assets.lineage import (
     commit_lineage,
     png_metadata,
@@ -54,36 +58,82 @@ def gold_key(name: str) -> AssetKey:
     return AssetKey(["gold", name])
 
 
-def _pinned(lake: LakeResource, topic: str) -> tuple[str, int]:
+class GoldConfig(Config):
+    full_refresh: bool = Field(
+        default=False,
+        description="recompute every selected day, even those whose silver inputs did not change since "
+        "they were last built (after a change to the gold logic)",
+    )
+
+
+def _input(lake: LakeResource, topic: str, before: int = 0, after: int = 0) -> GoldInput:
+    """``silver/<topic>`` pinned at its current version; event tables are read by day."""
     from assets.lineage import pinned_version
 
     uri = lake.table_uri("silver", topic)
     version = pinned_version(uri)
     if version is None:
         raise MissingInputError(f"silver table {uri} does not exist yet: materialize silver/{topic} first")
-    return uri, version
+    column = "event_date" if topic in (ORDERS, CLICKS) else None
+    return GoldInput(f"silver/{topic}", uri, version, column, before, after)
 
 
-def _span(dates: list[date], before: int, after: int) -> list[date]:
-    days = {d + timedelta(days=i) for d in dates for i in range(-before, after + 1)}
-    return sorted(days)
+def _read(spark: Any, inp: GoldInput, days: list[date]) -> Any:
+    if inp.column is None:
+        return read_partitions(spark, inp.uri, version=inp.version)
+    return read_partitions(spark, inp.uri, version=inp.version, column=inp.column, values=inp.span(days))
 
 
-def _read_silver(spark: Any, lake: LakeResource, topic: str, days: list[date] | None, inputs: dict) -> Any:
-    uri, version = _pinned(lake, topic)
-    inputs[f"silver/{topic}"] = version
-    if days is None:
-        return read_partitions(spark, uri, version=version)
-    return read_partitions(spark, uri, version=version, column="event_date", values=days)
+def _unchanged(lake: LakeResource, name: str, plan: GoldPlan, inputs: dict[str, int]) -> MaterializeResult:
+    """No requested day had a changed input: nothing is read or written."""
+    from assets.lineage import pinned_version
+
+    uri = lake.table_uri("gold", name)
+    return MaterializeResult(
+        metadata={
+            "table_uri": MetadataValue.path(uri),
+            "delta_version": MetadataValue.int(pinned_version(uri) or 0),
+            "commit_skipped": MetadataValue.bool(True),
+            "rows_written": MetadataValue.int(0),
+            "up_to_date": MetadataValue.bool(True),
+            "input_versions": MetadataValue.json(inputs),
+            "recomputed_days": MetadataValue.json([]),
+            "unchanged_days": MetadataValue.json([d.isoformat() for d in plan.unchanged]),
+        }
+    )
+
+
+def _materialize(
+    context: AssetExecutionContext,
+    config: GoldConfig,
+    lake: LakeResource,
+    pyspark: PySparkResource,
+    name: str,
+    inputs: list[GoldInput],
+    compute: Callable[[list[Any], list[date]], Any],
+    plot: Callable[[Any], bytes | None],
+) -> MaterializeResult:
+    """Recompute the requested days whose inputs changed (``assets.gold.freshness``) and replace them."""
+    dates = [to_date(k) for k in context.partition_keys]
+    versions = {inp.name: inp.version for inp in inputs}
+    plan = plan_gold(lake.table_uri("gold", name), inputs, dates, rebuild=config.full_refresh)
+    if plan.unchanged:
+        context.log.info(
+            f"gold/{name}: {len(plan.unchanged)} of {len(dates)} day(s) have unchanged inputs and are kept"
+        )
+    if not plan.stale:
+        return _unchanged(lake, name, plan, versions)
+    spark = pyspark.spark_session
+    df = compute([_read(spark, inp, plan.stale) for inp in inputs], plan.stale)
+    return _write_gold(context, lake, name, df, plan, versions, plot)
 
 
 def _write_gold(
     context: AssetExecutionContext,
-    spark: Any,
     lake: LakeResource,
     name: str,
     df: Any,
-    dates: list[date],
+    plan: GoldPlan,
     inputs: dict[str, int],
     plot: Callable[[Any], bytes | None],
 ) -> MaterializeResult:
@@ -93,6 +143,7 @@ def _write_gold(
 
     uri = lake.table_uri("gold", name)
     col = GOLD_PARTITION[name]
+    dates = plan.stale
     df = df.persist(StorageLevel.MEMORY_AND_DISK)
     try:
         commit = write_delta(
@@ -101,12 +152,16 @@ def _write_gold(
             mode="overwrite_where",
             partition_by=[col],
             where={col: dates},
+            app_transactions=plan.transactions,
             commit_metadata=commit_lineage(inputs, partitions=",".join(d.isoformat() for d in dates)),
         )
         upstream = MetadataValue.json(upstream_inputs(lake.lake_root, inputs))
-        meta = table_metadata(
-            uri, commit, df, inputs=inputs, partitions=dates, extra={"upstream_versions": upstream}
-        )
+        extra = {
+            "upstream_versions": upstream,
+            "recomputed_days": MetadataValue.json([d.isoformat() for d in dates]),
+            "unchanged_days": MetadataValue.json([d.isoformat() for d in plan.unchanged]),
+        }
+        meta = table_metadata(uri, commit, df, inputs=inputs, partitions=dates, extra=extra)
         png = plot(df)
     finally:
         df.unpersist()
@@ -195,14 +250,17 @@ def _gold(name: str, deps: list[Any], description: str):
 
 @_gold(TUMBLING, [_deps(ORDERS)], "Revenue, orders and units per product per 5-minute tumbling window.")
 def revenue_tumbling_5m(
-    context: AssetExecutionContext, lake: LakeResource, pyspark: PySparkResource
+    context: AssetExecutionContext, config: GoldConfig, lake: LakeResource, pyspark: PySparkResource
 ) -> MaterializeResult:
-    spark = pyspark.spark_session
-    dates = [to_date(k) for k in context.partition_keys]
-    inputs: dict[str, int] = {}
-    orders = _read_silver(spark, lake, ORDERS, dates, inputs)
-    return _write_gold(
-        context, spark, lake, TUMBLING, T.revenue_tumbling(orders, dates), dates, inputs, _tumbling_plot
+    return _materialize(
+        context,
+        config,
+        lake,
+        pyspark,
+        TUMBLING,
+        [_input(lake, ORDERS)],
+        lambda frames, days: T.revenue_tumbling(frames[0], days),
+        _tumbling_plot,
     )
 
 
@@ -212,14 +270,17 @@ def revenue_tumbling_5m(
     "Revenue, orders and distinct customers per 10-minute window advancing by 1 minute.",
 )
 def revenue_hopping_10m(
-    context: AssetExecutionContext, lake: LakeResource, pyspark: PySparkResource
+    context: AssetExecutionContext, config: GoldConfig, lake: LakeResource, pyspark: PySparkResource
 ) -> MaterializeResult:
-    spark = pyspark.spark_session
-    dates = [to_date(k) for k in context.partition_keys]
-    inputs: dict[str, int] = {}
-    orders = _read_silver(spark, lake, ORDERS, _span(dates, 0, 1), inputs)
-    return _write_gold(
-        context, spark, lake, HOPPING, T.revenue_hopping(orders, dates), dates, inputs, _hopping_plot
+    return _materialize(
+        context,
+        config,
+        lake,
+        pyspark,
+        HOPPING,
+        [_input(lake, ORDERS, after=1)],
+        lambda frames, days: T.revenue_hopping(frames[0], days),
+        _hopping_plot,
     )
 
 
@@ -229,14 +290,17 @@ def revenue_hopping_10m(
     "User sessions: clicks separated by less than 30 minutes, by session start date.",
 )
 def click_sessions(
-    context: AssetExecutionContext, lake: LakeResource, pyspark: PySparkResource
+    context: AssetExecutionContext, config: GoldConfig, lake: LakeResource, pyspark: PySparkResource
 ) -> MaterializeResult:
-    spark = pyspark.spark_session
-    dates = [to_date(k) for k in context.partition_keys]
-    inputs: dict[str, int] = {}
-    clicks = _read_silver(spark, lake, CLICKS, _span(dates, 1, 1), inputs)
-    return _write_gold(
-        context, spark, lake, SESSIONS, T.click_sessions(clicks, dates), dates, inputs, _sessions_plot
+    return _materialize(
+        context,
+        config,
+        lake,
+        pyspark,
+        SESSIONS,
+        [_input(lake, CLICKS, before=1, after=1)],
+        lambda frames, days: T.click_sessions(frames[0], days),
+        _sessions_plot,
     )
 
 
@@ -246,16 +310,18 @@ def click_sessions(
     "Orders joined with the customer profile valid at order time and the product.",
 )
 def orders_enriched(
-    context: AssetExecutionContext, lake: LakeResource, pyspark: PySparkResource
+    context: AssetExecutionContext, config: GoldConfig, lake: LakeResource, pyspark: PySparkResource
 ) -> MaterializeResult:
-    spark = pyspark.spark_session
-    dates = [to_date(k) for k in context.partition_keys]
-    inputs: dict[str, int] = {}
-    orders = _read_silver(spark, lake, ORDERS, dates, inputs)
-    customers = _read_silver(spark, lake, CUSTOMERS, None, inputs)
-    products = _read_silver(spark, lake, PRODUCTS, None, inputs)
-    df = T.enriched_orders(orders, customers, products)
-    return _write_gold(context, spark, lake, ENRICHED, df, dates, inputs, _enriched_plot)
+    return _materialize(
+        context,
+        config,
+        lake,
+        pyspark,
+        ENRICHED,
+        [_input(lake, ORDERS), _input(lake, CUSTOMERS), _input(lake, PRODUCTS)],
+        lambda frames, days: T.enriched_orders(*frames),
+        _enriched_plot,
+    )
 
 
 GOLD_ASSETS: list[AssetsDefinition] = [

@@ -21,15 +21,9 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import TYPE_CHECKING
 
-from assets.delta.location import TableLocation, resolve
-from assets.delta.snapshot import (
-    ActiveFile,
-    active_files,
-    open_table,
-    partition_columns,
-    schema_json,
-    table_exists,
-)
+from assets.delta.changes import PartitionFiles, open_latest
+from assets.delta.location import resolve
+from assets.delta.snapshot import ActiveFile, open_table
 from assets.delta.writer import AppTransaction
 
 if TYPE_CHECKING:
@@ -44,58 +38,40 @@ def dimension_watermark_id(bronze_table_id: str) -> str:
     return f"streamhouse.bronze.{bronze_table_id}"
 
 
-@dataclass
-class BronzeReadPlan:
-    """What one silver run reads from bronze (pinned at ``bronze_version``) and how it writes it."""
-
-    bronze_uri: str
-    bronze_version: int
-    bronze_table_id: str
-    #: the bronze snapshot's schema and partition columns (to read ``files`` without reloading it)
-    bronze_schema: dict = field(default_factory=dict)
-    bronze_partition_columns: list[str] = field(default_factory=list)
-    #: days rebuilt from every bronze file of the day (their silver partitions are replaced)
-    rebuild_days: list[date] = field(default_factory=list)
-    #: days that only get rows from bronze files added since their watermark (appended)
-    append_days: list[date] = field(default_factory=list)
-    #: bronze files to read: every file of the rebuild days, the new files of the append days
-    files: list[ActiveFile] = field(default_factory=list)
-    #: append days whose watermark snapshot could not be compared (compacted bronze): all files read
-    rescanned_days: list[date] = field(default_factory=list)
-    #: days whose watermark is behind ``bronze_version`` (the app transactions the commit advances)
-    advancing: list[AppTransaction] = field(default_factory=list)
-
-    @property
-    def up_to_date(self) -> bool:
-        """Nothing to read and nothing to rebuild: every requested day already saw this bronze version."""
-        return not self.files and not self.rebuild_days and not self.advancing
-
-    @property
-    def days(self) -> list[date]:
-        return sorted([*self.rebuild_days, *self.append_days])
-
-
 def bronze_table_id(bronze_uri: str) -> str:
     """Delta's table id (``metaData.id``): a recreated bronze table gets a new one."""
     return open_table(resolve(bronze_uri)).metadata().id
 
 
 def transaction_version(table_uri: str, app_id: str) -> int | None:
-    table = _open_latest(table_uri)
+    table = open_latest(table_uri)
     return table.transaction_version(app_id) if table is not None else None
 
 
-def _open_latest(table_uri: str):
-    from deltalake import DeltaTable
+@dataclass
+class BronzeReadPlan:
+    """What one silver run reads from bronze and how it writes it."""
 
-    return DeltaTable(resolve(table_uri).uri) if table_exists(table_uri) else None
+    bronze: PartitionFiles
+    #: days rebuilt from every bronze file of the day (their silver partitions are replaced)
+    rebuild_days: list[date] = field(default_factory=list)
+    #: days that only get rows from bronze files added since their watermark (appended)
+    append_days: list[date] = field(default_factory=list)
+    #: bronze files to read: every file of the rebuild days, the new files of the append days
+    files: list[ActiveFile] = field(default_factory=list)
+    #: append days whose new files could not be told apart (compacted bronze): all their files read
+    rescanned_days: list[date] = field(default_factory=list)
+    #: watermarks behind the bronze version: the app transactions the commit advances
+    advancing: list[AppTransaction] = field(default_factory=list)
 
+    @property
+    def bronze_version(self) -> int:
+        return self.bronze.version
 
-def _files_by_day(files: Sequence[ActiveFile], column: str) -> dict[str, list[ActiveFile]]:
-    out: dict[str, list[ActiveFile]] = {}
-    for f in files:
-        out.setdefault(f.partition_values.get(column) or "", []).append(f)
-    return out
+    @property
+    def up_to_date(self) -> bool:
+        """Nothing to read and nothing to rebuild: every requested day already saw this bronze version."""
+        return not self.files and not self.rebuild_days and not self.advancing
 
 
 def plan_bronze_read(
@@ -112,59 +88,37 @@ def plan_bronze_read(
     ``table_uris`` are the tables the run writes (silver and quarantine); a day's watermark is the
     lowest of theirs, so a run that committed one table and failed before the other catches up.
     """
-    location = resolve(bronze_uri)
-    bronze = open_table(location, version=bronze_version)
-    table_id = bronze.metadata().id
-    now = _files_by_day(active_files(bronze), column)
-    plan = BronzeReadPlan(
-        location.uri, bronze_version, table_id, schema_json(bronze), partition_columns(bronze)
-    )
-    snapshots: dict[int, dict[str, set[str]] | None] = {}
-    targets = [_open_latest(uri) for uri in table_uris]
+    bronze = PartitionFiles.load(bronze_uri, bronze_version, column)
+    plan = BronzeReadPlan(bronze)
+    targets = [open_latest(uri) for uri in table_uris]
     for day in sorted(set(days)):
         key = day.isoformat()
-        app_id = watermark_id(table_id, day)
+        app_id = watermark_id(bronze.table_id, day)
         marks = [t.transaction_version(app_id) if t is not None else None for t in targets]
         mark = None if any(m is None for m in marks) else min(m for m in marks if m is not None)
         if mark is None or mark < bronze_version:
             plan.advancing.append(AppTransaction(app_id, bronze_version))
         if rebuild or mark is None or mark > bronze_version:
             plan.rebuild_days.append(day)
-            plan.files.extend(now.get(key, []))
+            plan.files.extend(bronze.of([key]))
             continue
         plan.append_days.append(day)
         if mark == bronze_version:
             continue
-        if mark not in snapshots:
-            snapshots[mark] = _paths_at(location, mark, column)
-        before = snapshots[mark]
-        current = now.get(key, [])
-        if before is None or not before.get(key, set()) <= {f.rel_path for f in current}:
+        added = bronze.added_since(mark, key)
+        if added is None:
             # The watermark snapshot is gone or files were rewritten (compaction): read the whole day;
             # the append's anti-join keeps rows that silver already holds from being added twice.
             plan.rescanned_days.append(day)
-            plan.files.extend(current)
+            plan.files.extend(bronze.of([key]))
         else:
-            plan.files.extend(f for f in current if f.rel_path not in before.get(key, set()))
+            plan.files.extend(added)
     return plan
-
-
-def _paths_at(location: TableLocation, version: int, column: str) -> dict[str, set[str]] | None:
-    from assets.delta.errors import TableNotFoundError
-
-    try:
-        table = open_table(location, version=version)
-    except TableNotFoundError:
-        return None
-    return {
-        day: {f.rel_path for f in files} for day, files in _files_by_day(active_files(table), column).items()
-    }
 
 
 def read_plan(spark: SparkSession, plan: BronzeReadPlan) -> DataFrame:
     """The bronze rows of ``plan.files`` (an empty frame with bronze's schema when there are none)."""
     from assets.delta.reader import read_files
 
-    return read_files(
-        spark, resolve(plan.bronze_uri), plan.bronze_schema, plan.bronze_partition_columns, plan.files
-    )
+    b = plan.bronze
+    return read_files(spark, b.location, b.schema, b.partition_columns, plan.files)
