@@ -8,7 +8,7 @@ when their bronze table changed.
 """
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
@@ -158,6 +158,8 @@ class _Target:
     append_days: list[date]
     transactions: list[AppTransaction]
     extra: dict[str, Any]
+    #: append days that have records to read: the only ones whose existing keys must be looked up
+    lookup_days: list[date] = field(default_factory=list)
 
     @property
     def days(self) -> list[date] | None:
@@ -214,11 +216,11 @@ def _write_pair(
         else:
             valid = deduplicate(frames.valid, spec.key, latest=spec.time_col is None)
         valid = _without(
-            valid, _existing(spark, silver_uri, target.append_days, list(spec.key)), list(spec.key)
+            valid, _existing(spark, silver_uri, target.lookup_days, list(spec.key)), list(spec.key)
         )
         quarantine = _without(
             frames.quarantine,
-            _existing(spark, q_uri, target.append_days, list(QUARANTINE_KEY)),
+            _existing(spark, q_uri, target.lookup_days, list(QUARANTINE_KEY)),
             list(QUARANTINE_KEY),
         )
         valid, evolves = _align(valid, silver_uri, rule)
@@ -342,7 +344,9 @@ def build_silver_events(topic: str) -> AssetsDefinition:
             yield from _up_to_date(lake, topic, bronze_version, dates)
             return
         spark = pyspark.spark_session
-        target = _Target(plan.rebuild_days, plan.append_days, plan.advancing, _days_metadata(plan))
+        target = _Target(
+            plan.rebuild_days, plan.append_days, plan.advancing, _days_metadata(plan), plan.appended_days_read
+        )
         yield from _write_pair(spark, spec, lake, bronze_version, read_plan(spark, plan), rule, target)
 
     return _silver

@@ -69,6 +69,12 @@ class BronzeReadPlan:
         return self.bronze.version
 
     @property
+    def appended_days_read(self) -> list[date]:
+        """Append days with bronze files to read (only their existing rows must be matched)."""
+        read = {f.partition_values.get(self.bronze.column or "") for f in self.files}
+        return [d for d in self.append_days if d.isoformat() in read]
+
+    @property
     def up_to_date(self) -> bool:
         """Nothing to read and nothing to rebuild: every requested day already saw this bronze version."""
         return not self.files and not self.rebuild_days and not self.advancing

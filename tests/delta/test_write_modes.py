@@ -8,7 +8,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from assets.delta import read_arrow, read_spark, table_version, write_delta
-from assets.delta.errors import WriteOptionsError
+from assets.delta.errors import PartitionFilterError, WriteOptionsError
 from tests.delta.helpers import spark_rows
 
 pytestmark = [pytest.mark.spark]
@@ -117,6 +117,28 @@ def test_merge_creates_missing_table_and_rejects_duplicate_keys(spark, tmp_lake)
     with pytest.raises(WriteOptionsError, match="deduplicate"):
         write_delta(dupes, table, mode="merge", merge_keys=["id"])
     assert table_version(table) == 0
+
+
+def test_overwrite_where_appending_outside_rows_in_the_same_commit(spark, tmp_lake) -> None:
+    """What an incremental silver run does: rebuild some partitions, add rows to others, one commit."""
+    table = tmp_lake / "mixed"
+    write_delta(
+        spark.createDataFrame([*_rows([1], "eu"), *_rows([2], "us")], SCHEMA), table, partition_by=["region"]
+    )
+    rows = spark.createDataFrame([*_rows([10], "eu"), *_rows([3], "us")], SCHEMA)
+    with pytest.raises(PartitionFilterError, match="outside"):
+        write_delta(rows, table, mode="overwrite_where", where={"region": "eu"})
+    result = write_delta(
+        rows, table, mode="overwrite_where", where={"region": "eu"}, append_outside_where=True
+    )
+    assert (result.version, result.files_removed, result.rows_written) == (1, 1, 2)
+    assert sorted((r.region, r.id) for r in read_spark(spark, table).collect()) == [
+        ("eu", 10),
+        ("us", 2),
+        ("us", 3),
+    ]
+    with pytest.raises(WriteOptionsError, match="append_outside_where"):
+        write_delta(rows, table, mode="append", append_outside_where=True)
 
 
 def test_invalid_option_combinations(spark, tmp_lake) -> None:
