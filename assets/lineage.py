@@ -117,6 +117,21 @@ def table_metadata(
     return meta
 
 
+def up_to_date_metadata(
+    table_uri: str, inputs: Mapping[str, int | None], extra: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """Metadata of a materialization whose inputs brought nothing new: no commit, same version."""
+    return {
+        "table_uri": MetadataValue.path(table_uri),
+        "delta_version": MetadataValue.int(pinned_version(table_uri) or 0),
+        "commit_skipped": MetadataValue.bool(True),
+        "rows_written": MetadataValue.int(0),
+        "up_to_date": MetadataValue.bool(True),
+        "input_versions": MetadataValue.json(dict(inputs)),
+        **(extra or {}),
+    }
+
+
 def commit_lineage(inputs: Mapping[str, int | None], **extra: Any) -> dict[str, str]:
     """Lineage stored in the Delta commit itself (readable without Dagster via ``history``)."""
     return {

@@ -77,7 +77,7 @@ def run(events: int, workdir: Path, spark, client: KafkaClientConfig, bronze_onl
     from dagster import DagsterInstance
 
     from orchestration.definitions import build_definitions
-    from orchestration.pipeline import _materializations, run_daily
+    from orchestration.pipeline import materializations, run_daily
     from orchestration.resources import ExistingSparkResource
     from orchestration.settings import Settings
 
@@ -144,7 +144,7 @@ def run(events: int, workdir: Path, spark, client: KafkaClientConfig, bronze_onl
                 steps[ev.step_key] = round(
                     steps.get(ev.step_key, 0) + ev.event_specific_data.duration_ms / 1000, 2
                 )
-    rows = {k: v.get("rows_written") for res in results for k, v in _materializations(res).items()}
+    rows = {k: v.get("rows_written") for res in results for k, v in materializations(res).items()}
     gold_s = sum(v for k, v in steps.items() if k.startswith("gold"))
     out = {
         "events": events,

@@ -36,7 +36,7 @@ class IngestSummary:
         return affected_days(self.event_dates)
 
 
-def _materializations(result: ExecuteInProcessResult) -> dict[str, dict[str, Any]]:
+def materializations(result: ExecuteInProcessResult) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for event in result.get_asset_materialization_events():
         mat = event.event_specific_data.materialization  # type: ignore[union-attr]
@@ -50,7 +50,7 @@ def run_ingest(
     started = time.perf_counter()
     result = defs.resolve_job_def(INGEST_JOB).execute_in_process(instance=instance, run_config=run_config)
     summary = IngestSummary(result=result, seconds=time.perf_counter() - started)
-    for key, meta in _materializations(result).items():
+    for key, meta in materializations(result).items():
         layer, _, topic = key.partition("/")
         if layer == "bronze":
             summary.event_dates[topic] = list(meta.get("event_dates", []))
@@ -137,7 +137,7 @@ def run_main_job(
     results = run_daily(defs, days, instance, run_config=QUIET_RUN_CONFIG)
     mats: dict[str, dict[str, Any]] = {}
     for res in results:
-        mats.update(_materializations(res))
+        mats.update(materializations(res))
     rows.append(
         (
             "Silver + gold",

@@ -33,6 +33,7 @@ from assets.lineage import (
     png_metadata,
     read_partitions,
     table_metadata,
+    up_to_date_metadata,
     upstream_inputs,
 )
 from assets.sample_data import CLICKS, CUSTOMERS, ORDERS, PRODUCTS
@@ -86,21 +87,11 @@ def _read(spark: Any, inp: GoldInput, days: list[date]) -> Any:
 
 def _unchanged(lake: LakeResource, name: str, plan: GoldPlan, inputs: dict[str, int]) -> MaterializeResult:
     """No requested day had a changed input: nothing is read or written."""
-    from assets.lineage import pinned_version
-
-    uri = lake.table_uri("gold", name)
-    return MaterializeResult(
-        metadata={
-            "table_uri": MetadataValue.path(uri),
-            "delta_version": MetadataValue.int(pinned_version(uri) or 0),
-            "commit_skipped": MetadataValue.bool(True),
-            "rows_written": MetadataValue.int(0),
-            "up_to_date": MetadataValue.bool(True),
-            "input_versions": MetadataValue.json(inputs),
-            "recomputed_days": MetadataValue.json([]),
-            "unchanged_days": MetadataValue.json([d.isoformat() for d in plan.unchanged]),
-        }
-    )
+    days = {
+        "recomputed_days": MetadataValue.json([]),
+        "unchanged_days": MetadataValue.json([d.isoformat() for d in plan.unchanged]),
+    }
+    return MaterializeResult(metadata=up_to_date_metadata(lake.table_uri("gold", name), inputs, days))
 
 
 def _materialize(

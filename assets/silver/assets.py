@@ -27,7 +27,13 @@ from pydantic import Field
 
 from assets.bronze.assets import bronze_key
 from assets.delta import AppTransaction
-from assets.lineage import commit_lineage, pinned_version, read_partitions, table_metadata
+from assets.lineage import (
+    commit_lineage,
+    pinned_version,
+    read_partitions,
+    table_metadata,
+    up_to_date_metadata,
+)
 from assets.sample_data import CLICKS, CUSTOMERS, ORDERS, PRODUCTS
 from assets.silver.transform import (
     PARTITION_COL,
@@ -269,22 +275,20 @@ def _up_to_date(
     lake: LakeResource, topic: str, bronze_version: int, dates: list[date] | None
 ) -> tuple[MaterializeResult, MaterializeResult]:
     """Materializations for a run that found no bronze record its days have not seen: no commit."""
-    results = []
-    for layer, key in (("silver", silver_key(topic)), ("quarantine", quarantine_key(topic))):
-        uri = lake.table_uri(layer, topic)
-        meta: dict[str, Any] = {
-            "table_uri": MetadataValue.path(uri),
-            "delta_version": MetadataValue.int(pinned_version(uri) or 0),
-            "commit_skipped": MetadataValue.bool(True),
-            "rows_written": MetadataValue.int(0),
-            "up_to_date": MetadataValue.bool(True),
-            "input_versions": MetadataValue.json({f"bronze/{topic}": bronze_version}),
-        }
-        if dates is not None:
-            meta["partitions_replaced"] = MetadataValue.json([])
-            meta["partitions_checked"] = MetadataValue.json([d.isoformat() for d in dates])
-        results.append(MaterializeResult(asset_key=key, metadata=meta))
-    return results[0], results[1]
+    inputs = {f"bronze/{topic}": bronze_version}
+    extra = (
+        {} if dates is None else {"partitions_checked": MetadataValue.json([d.isoformat() for d in dates])}
+    )
+    return (
+        MaterializeResult(
+            asset_key=silver_key(topic),
+            metadata=up_to_date_metadata(lake.table_uri("silver", topic), inputs, extra),
+        ),
+        MaterializeResult(
+            asset_key=quarantine_key(topic),
+            metadata=up_to_date_metadata(lake.table_uri("quarantine", topic), inputs, extra),
+        ),
+    )
 
 
 def _days_metadata(plan: BronzeReadPlan) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from assets.bronze.assets import BRONZE_TOPICS, bronze_key
 from assets.delta import history, read_arrow, table_version
 from assets.sample_data import DEFAULT_START
 from orchestration.partitions import contiguous_ranges
-from orchestration.pipeline import _materializations, run_daily, run_ingest
+from orchestration.pipeline import materializations, run_daily, run_ingest
 from orchestration.sensors import RANGE_END_TAG, RANGE_START_TAG, bronze_to_daily
 from tests.lakehouse import reference
 
@@ -97,7 +97,7 @@ def test_gold_equals_duckdb_with_late_events_and_time_travel(lakehouse):
     v1 = {k: table_version(lh.uri("gold", n)) for k, n in names.items()}
 
     # Lineage: gold records the silver version it read, in Dagster metadata and in the Delta commit.
-    mats = _materializations(runs[0])
+    mats = materializations(runs[0])
     silver_orders_v = table_version(lh.uri("silver", "orders"))
     assert mats["gold/revenue_tumbling_5m"]["input_versions"] == {"silver/orders": silver_orders_v}
     bronze_orders_v = table_version(lh.uri("bronze", "orders"))

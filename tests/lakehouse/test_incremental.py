@@ -18,7 +18,7 @@ from assets import sample_data
 from assets.delta import optimize, read_arrow, table_version
 from assets.sample_data import DEFAULT_START, iso_ms
 from orchestration.jobs import DAILY_JOB
-from orchestration.pipeline import _materializations, run_daily, run_ingest
+from orchestration.pipeline import materializations, run_daily, run_ingest
 from orchestration.sensors import range_tags
 
 pytestmark = [pytest.mark.broker, pytest.mark.spark, pytest.mark.slow]
@@ -50,7 +50,7 @@ def _daily(lh, days: list[str], config: dict | None = None) -> dict[str, dict[st
     mats: dict[str, dict[str, Any]] = {}
     for result in run_daily(lh.defs, days, lh.instance, run_config=config):
         assert result.success
-        mats.update(_materializations(result))
+        mats.update(materializations(result))
     return mats
 
 
@@ -155,7 +155,7 @@ def test_silver_appends_new_records_and_gold_recomputes_only_changed_days(lakeho
         run_config=refresh,
     )
     assert result.success
-    full = _materializations(result)
+    full = materializations(result)
     assert full["silver/orders"]["rebuilt_days"] == days
     assert full["gold/revenue_tumbling_5m"]["recomputed_days"] == days
     rebuilt = {uri: sorted(map(str, read_arrow(uri).to_pylist())) for uri in incremental}
@@ -167,12 +167,12 @@ def test_dimension_tables_are_rebuilt_only_when_their_bronze_changed(lakehouse):
     lh = lakehouse()
     data = sample_data.generate(200, days=1, customers=5, include_dimensions=True, id_prefix="d-")
     sample_data.produce(lh.client, data, prefix=lh.prefix)
-    first = _materializations(run_ingest(lh.defs, lh.instance).result)
+    first = materializations(run_ingest(lh.defs, lh.instance).result)
     customers = lh.uri("silver", "customers")
     version = table_version(customers)
     assert not first["silver/customers"]["commit_skipped"]
 
-    second = _materializations(run_ingest(lh.defs, lh.instance).result)
+    second = materializations(run_ingest(lh.defs, lh.instance).result)
     assert second["silver/customers"]["up_to_date"] and second["silver/products"]["up_to_date"]
     assert table_version(customers) == version
 
@@ -186,7 +186,7 @@ def test_dimension_tables_are_rebuilt_only_when_their_bronze_changed(lakehouse):
     producer = Producer(lh.client.producer())
     producer.produce(lh.topic("customers"), key=b"c-0001", value=orjson.dumps(change))
     producer.flush(10)
-    third = _materializations(run_ingest(lh.defs, lh.instance).result)
+    third = materializations(run_ingest(lh.defs, lh.instance).result)
     assert not third["silver/customers"].get("up_to_date", False)
     assert third["silver/products"]["up_to_date"]
     names = {r["name"] for r in read_arrow(customers).to_pylist() if r["customer_id"] == "c-0001"}
