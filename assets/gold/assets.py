@@ -169,20 +169,28 @@ def _write_gold(
 def _series(
     df: Any, x: str, y: str, group: str | None = None, top: int = 5
 ) -> dict[str, list[tuple[Any, float]]]:
-    from pyspark.sql import functions as F
+    """Plot series summed per ``x`` (per ``group`` for the ``top`` groups by total).
 
+    Gold window tables are small (a few thousand rows per day), so one Arrow fetch of the cached frame
+    and a local aggregation replace the two Spark aggregations (and their shuffles) this used to run.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    table = df.select(*([x, y] if group is None else [group, x, y])).toArrow()
+    total = f"{y}_sum"
     if group is None:
-        rows = df.groupBy(x).agg(F.sum(y).alias("y")).orderBy(x).collect()
-        return {y: [(r[x], float(r["y"] or 0)) for r in rows]}
-    leaders = [
-        r[group] for r in df.groupBy(group).agg(F.sum(y).alias("t")).orderBy(F.desc("t")).limit(top).collect()
-    ]
-    rows = (
-        df.filter(F.col(group).isin(leaders)).groupBy(group, x).agg(F.sum(y).alias("y")).orderBy(x).collect()
-    )
+        agg = table.group_by(x).aggregate([(y, "sum")]).sort_by(x)
+        return {
+            y: [(k, float(v or 0)) for k, v in zip(agg[x].to_pylist(), agg[total].to_pylist(), strict=True)]
+        }
+    ranked = table.group_by(group).aggregate([(y, "sum")]).sort_by([(total, "descending")])
+    leaders = ranked[group].to_pylist()[:top]
+    chosen = table.filter(pc.is_in(table[group], value_set=pa.array(leaders, table.schema.field(group).type)))
+    agg = chosen.group_by([group, x]).aggregate([(y, "sum")]).sort_by(x)
     out: dict[str, list[tuple[Any, float]]] = {g: [] for g in leaders}
-    for r in rows:
-        out[r[group]].append((r[x], float(r["y"] or 0)))
+    for g, k, v in zip(agg[group].to_pylist(), agg[x].to_pylist(), agg[total].to_pylist(), strict=True):
+        out[g].append((k, float(v or 0)))
     return out
 
 
@@ -199,8 +207,8 @@ def _hopping_plot(df: Any) -> bytes:
 
 
 def _sessions_plot(df: Any) -> bytes:
-    rows = df.select((df.duration_s / 60).alias("m")).limit(200_000).collect()
-    return plots.histogram([float(r["m"]) for r in rows], "Session length", "minutes")
+    minutes = df.select((df.duration_s / 60).alias("m")).limit(200_000).toArrow().column("m")
+    return plots.histogram([float(m) for m in minutes.to_pylist()], "Session length", "minutes")
 
 
 def _enriched_plot(df: Any) -> bytes:

@@ -166,6 +166,9 @@ class _Target:
     extra: dict[str, Any]
     #: append days that have records to read: the only ones whose existing keys must be looked up
     lookup_days: list[date] = field(default_factory=list)
+    #: append days whose bronze records may already be in the tables (a rescan, or one table ahead of
+    #: the other after a failed run); elsewhere new bronze files hold only records never read before
+    overlap_days: list[date] = field(default_factory=list)
 
     @property
     def days(self) -> list[date] | None:
@@ -215,7 +218,7 @@ def _write_pair(
     q_uri = lake.table_uri("quarantine", topic)
     frames = split(bronze_df, spec, rule)
     frames.typed.persist(StorageLevel.MEMORY_AND_DISK)
-    valid = None
+    valid = quarantine = None
     try:
         if topic == CUSTOMERS:
             valid = customer_history(frames.valid)
@@ -226,9 +229,9 @@ def _write_pair(
         )
         quarantine = _without(
             frames.quarantine,
-            _existing(spark, q_uri, target.lookup_days, list(QUARANTINE_KEY)),
+            _existing(spark, q_uri, target.overlap_days, list(QUARANTINE_KEY)),
             list(QUARANTINE_KEY),
-        )
+        ).persist(StorageLevel.MEMORY_AND_DISK)
         valid, evolves = _align(valid, silver_uri, rule)
         valid = valid.persist(StorageLevel.MEMORY_AND_DISK)
         inputs = {f"bronze/{topic}": bronze_version}
@@ -263,8 +266,9 @@ def _write_pair(
         )
     finally:
         frames.typed.unpersist()
-        if valid is not None:
-            valid.unpersist()
+        for frame in (valid, quarantine):
+            if frame is not None:
+                frame.unpersist()
     return (
         MaterializeResult(asset_key=silver_key(topic), metadata=meta),
         MaterializeResult(asset_key=quarantine_key(topic), metadata=q_meta),
@@ -349,7 +353,12 @@ def build_silver_events(topic: str) -> AssetsDefinition:
             return
         spark = pyspark.spark_session
         target = _Target(
-            plan.rebuild_days, plan.append_days, plan.advancing, _days_metadata(plan), plan.appended_days_read
+            plan.rebuild_days,
+            plan.append_days,
+            plan.advancing,
+            _days_metadata(plan),
+            plan.appended_days_read,
+            plan.overlap_days,
         )
         yield from _write_pair(spark, spec, lake, bronze_version, read_plan(spark, plan), rule, target)
 

@@ -63,6 +63,9 @@ class BronzeReadPlan:
     rescanned_days: list[date] = field(default_factory=list)
     #: watermarks behind the bronze version: the app transactions the commit advances
     advancing: list[AppTransaction] = field(default_factory=list)
+    #: append days whose files to read may hold records a written table already has: rescanned days,
+    #: and days where the tables' watermarks differ (one table committed, then the run failed)
+    overlap_days: list[date] = field(default_factory=list)
 
     @property
     def bronze_version(self) -> int:
@@ -111,11 +114,15 @@ def plan_bronze_read(
         plan.append_days.append(day)
         if mark == bronze_version:
             continue
+        if len(set(marks)) > 1:
+            plan.overlap_days.append(day)
         added = bronze.added_since(mark, key)
         if added is None:
             # The watermark snapshot is gone or files were rewritten (compaction): read the whole day;
             # the append's anti-join keeps rows that silver already holds from being added twice.
             plan.rescanned_days.append(day)
+            if day not in plan.overlap_days:
+                plan.overlap_days.append(day)
             plan.files.extend(bronze.of([key]))
         else:
             plan.files.extend(added)
