@@ -156,7 +156,7 @@ def upstream_inputs(lake_root: str, inputs: Mapping[str, int | None]) -> dict[st
     ``inputs`` maps ``layer/table`` to the version read; the result maps ``layer/table@version`` to
     that commit's ``streamhouse.inputs`` (empty when it recorded none).
     """
-    from assets.delta import history
+    from assets.delta import history, table_version
 
     out: dict[str, Any] = {}
     for name, version in inputs.items():
@@ -164,7 +164,8 @@ def upstream_inputs(lake_root: str, inputs: Mapping[str, int | None]) -> dict[st
             continue
         uri = f"{lake_root.rstrip('/')}/{name}"
         try:
-            entries = history(uri)
+            # Only the commits since the one read (newest first): a long-lived table has thousands.
+            entries = history(uri, limit=max(1, table_version(uri) - version + 1))
         except Exception:  # lineage is best effort; never fail a materialization over it
             continue
         for entry in entries:
