@@ -254,13 +254,14 @@ def _write_pair(
             "schema_evolved": MetadataValue.bool(evolves),
             **target.extra,
         }
-        meta = table_metadata(silver_uri, commit, valid, inputs=inputs, partitions=dates, extra=extra)
+        replaced = target.rebuild_days  # appended days are listed in `appended_days`
+        meta = table_metadata(silver_uri, commit, valid, inputs=inputs, partitions=replaced, extra=extra)
         q_meta = table_metadata(
             q_uri,
             q_commit,
             quarantine,
             inputs=inputs,
-            partitions=dates,
+            partitions=replaced,
             extra={"reasons": MetadataValue.json(dict(sorted(profile.items())[:50])), **target.extra},
             preview_columns=["topic", "partition", "offset", "reason", "value"],
         )

@@ -3,15 +3,15 @@
 Bronze is append-only, so a silver day only needs the bronze files added since it was last built.
 Each silver commit records, per day, the bronze version it read as a Delta app transaction
 (``streamhouse.bronze.<bronze table id>.<day>`` → version) on the silver table *and* on its quarantine
-table. The next run reads, for every requested day, only the files in bronze now that were not in
-bronze at that day's watermark, and appends what they yield (rows whose key silver already holds are
-duplicates). The watermark is a read optimisation, not the source of correctness: appends are
-anti-joined against the rows already there, so reading a file twice cannot duplicate a row.
+table, in the same commit as the rows. The next run reads, for every requested day, only the files in
+bronze now that were not there at that day's watermark, and appends what they yield; a record whose key
+silver already holds is a duplicate and is dropped. When the new files cannot be told apart (compaction
+rewrote bronze files, or the watermark's snapshot left the retained log) the whole day is read again
+and quarantined records are matched by Kafka position too, so nothing is added twice.
 
-A day is rebuilt from all of its bronze files, replacing the silver partition, when it has no
-watermark for the current bronze table (never built, or bronze was recreated and has a new table id),
-when its watermark's snapshot is no longer in the retained log, or when the run asks for a full
-refresh (a logic change or a schema rule that adds columns).
+A day is rebuilt, its partitions replaced, when it has no watermark for the current bronze table (never
+built, or bronze was recreated and has a new table id), or when the run asks for a full refresh (a
+logic change, or a schema rule that adds columns).
 """
 
 from __future__ import annotations
