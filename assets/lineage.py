@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from dagster import MetadataValue, TableColumn, TableSchema
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
 
 PREVIEW_ROWS = 8
@@ -84,7 +85,7 @@ def markdown_preview(
 def table_metadata(
     table_uri: str,
     commit: Any,
-    df: DataFrame,
+    df: DataFrame | pa.Table,
     *,
     inputs: Mapping[str, int | None] | None = None,
     partitions: Sequence[date] | None = None,
@@ -93,7 +94,8 @@ def table_metadata(
 ) -> dict[str, Any]:
     """Standard metadata for a materialization that committed ``df`` to ``table_uri`` as ``commit``.
 
-    ``df`` should still be cached: the preview is taken from it instead of re-reading the table.
+    ``df`` is a Spark DataFrame (still cached: the preview is taken from it instead of re-reading the
+    table) or the Arrow table that was written.
     """
     meta: dict[str, Any] = {
         "table_uri": MetadataValue.path(table_uri),
@@ -103,14 +105,22 @@ def table_metadata(
         "files_added": MetadataValue.int(int(commit.files_added)),
         "files_removed": MetadataValue.int(int(commit.files_removed)),
         "dagster/row_count": MetadataValue.int(int(commit.rows_written)),
-        "dagster/column_schema": spark_table_schema(df.schema),
     }
+    import pyarrow as pa
+
+    is_arrow = isinstance(df, pa.Table)
+    meta["dagster/column_schema"] = (
+        arrow_table_schema(df.schema) if is_arrow else spark_table_schema(df.schema)
+    )
     if inputs is not None:
         meta["input_versions"] = MetadataValue.json(dict(inputs))
     if partitions:
         meta["partitions_replaced"] = MetadataValue.json([d.isoformat() for d in partitions])
-    columns = list(preview_columns or [f.name for f in df.schema.fields][:10])
-    rows = [r.asDict() for r in df.select(*columns).limit(PREVIEW_ROWS).collect()]
+    columns = list(preview_columns or [f.name for f in df.schema][:10])
+    if is_arrow:
+        rows = df.select(columns).slice(0, PREVIEW_ROWS).to_pylist()
+    else:
+        rows = [r.asDict() for r in df.select(*columns).limit(PREVIEW_ROWS).collect()]
     meta["preview"] = MetadataValue.md(markdown_preview(rows, columns))
     for key, value in (extra or {}).items():
         meta[key] = value

@@ -50,6 +50,9 @@ class GoldPlan:
     unchanged: list[date] = field(default_factory=list)
     #: input watermarks of the stale days that the commit advances
     transactions: list[AppTransaction] = field(default_factory=list)
+    #: rows in the day-partitioned input partitions the stale days read (None: a file has no count);
+    #: every gold table has at most as many rows as that, so it bounds the result's size
+    input_rows: int | None = 0
 
 
 def plan_gold(
@@ -76,4 +79,11 @@ def plan_gold(
             plan.transactions.extend(advancing)
         else:
             plan.unchanged.append(day)
+    counts = [
+        f.num_records
+        for inp, files in loaded
+        if inp.column is not None
+        for f in files.of(sorted({p for d in plan.stale for p in inp.partitions(d)}))
+    ]
+    plan.input_rows = None if any(c is None for c in counts) else sum(c for c in counts if c is not None)
     return plan

@@ -17,7 +17,7 @@ from assets.delta import (
     write_delta,
     write_delta_arrow,
 )
-from assets.delta.errors import SchemaMismatchError, WriteOptionsError
+from assets.delta.errors import PartitionFilterError, SchemaMismatchError, WriteOptionsError
 from tests.delta.helpers import data_files_on_disk, rows_of, spark_rows
 
 pytestmark = [pytest.mark.spark]
@@ -110,6 +110,22 @@ def test_overwrite_replaces_every_row(tmp_lake) -> None:
     assert sorted(read_arrow(table, columns=["id"]).column("id").to_pylist()) == [100, 101]
 
 
+def test_overwrite_where_replaces_only_the_selected_partitions(spark, tmp_lake) -> None:
+    """What a small gold recompute does: Arrow rows replace their partitions of a Spark-written table."""
+    table = tmp_lake / "gold"
+    rows = spark.createDataFrame(_rows(range(3), "eu") + _rows(range(3, 5), "us"), SPARK_SCHEMA)
+    write_delta(rows, table, partition_by=["region"])
+    result = write_delta_arrow(_arrow([10, 11], "eu"), table, mode="overwrite_where", where={"region": "eu"})
+    assert result.files_removed >= 1 and result.rows_written == 2  # Spark may have written several files
+    back = sorted((r.region, r.id) for r in read_spark(spark, table).select("region", "id").collect())
+    assert back == [("eu", 10), ("eu", 11), ("us", 3), ("us", 4)]
+    with pytest.raises(PartitionFilterError, match="outside where"):
+        write_delta_arrow(_arrow([12], "us"), table, mode="overwrite_where", where={"region": "eu"})
+    with pytest.raises(PartitionFilterError, match="non-empty `where`"):
+        write_delta_arrow(_arrow([12], "eu"), table, mode="overwrite_where")
+    assert table_version(table) == 1
+
+
 def test_user_mistakes_are_clear_errors_and_write_nothing(tmp_lake) -> None:
     table = tmp_lake / "strict"
     write_delta_arrow(_arrow(range(2)), table)
@@ -118,7 +134,7 @@ def test_user_mistakes_are_clear_errors_and_write_nothing(tmp_lake) -> None:
     naive = _arrow(range(2)).set_column(2, "ts", pa.array([datetime(2024, 1, 1)] * 2, pa.timestamp("us")))
     with pytest.raises(SchemaMismatchError, match=r"ts .*tz='UTC'"):
         write_delta_arrow(naive, table)
-    with pytest.raises(WriteOptionsError, match="use write_delta with a Spark DataFrame"):
+    with pytest.raises(WriteOptionsError, match="use write_delta with a Spark DataFrame for merge"):
         write_delta_arrow(_arrow(range(2)), table, mode="merge")  # type: ignore[arg-type]
     with pytest.raises(WriteOptionsError, match="partition_by"):
         write_delta_arrow(_arrow(range(2)), table, partition_by=["region"])
