@@ -43,9 +43,11 @@ def write_delta_arrow(
     app_transactions: Sequence[AppTransaction] = (),
     schema_evolution: bool = False,
     commit_metadata: Mapping[str, str] | None = None,
+    append_outside_where: bool = False,
 ) -> CommitResult:
     """Write an Arrow table to a Delta table in one atomic commit (modes: append, overwrite, and
-    overwrite_where: replace the partitions selected by ``where``, as `write_delta` does).
+    overwrite_where: replace the partitions selected by ``where``, as `write_delta` does, including
+    ``append_outside_where``).
 
     Timestamps must be microsecond precision with a time zone (Delta `timestamp`): other units or
     naive timestamps would need table features not every reader has, so they are refused up front.
@@ -58,6 +60,12 @@ def write_delta_arrow(
             table_uri=location.uri,
         )
     _validate_options(mode, where, None, app_transactions, location.uri)
+    if append_outside_where and mode != "overwrite_where":
+        raise WriteOptionsError(
+            f"append_outside_where is only used with mode='overwrite_where' (got mode={mode!r}) for "
+            f"table {location.uri}.",
+            table_uri=location.uri,
+        )
     _check_arrow_types(table.schema, location.uri)
     prepared = _prepare(
         location, arrow_schema_json(table.schema), partition_by, app_transactions, schema_evolution
@@ -70,7 +78,8 @@ def write_delta_arrow(
     removes: list[ActiveFile] = active_files(dt) if mode == "overwrite" and dt is not None else []
     if mode == "overwrite_where":
         typed_where = normalize_where(where, partition_types, table_uri=location.uri, version=read_version)
-        _check_inside(data, parts, typed_where, partition_types, location.uri, read_version, where)
+        if not append_outside_where:
+            _check_inside(data, parts, typed_where, partition_types, location.uri, read_version, where)
         if dt is not None:
             removes = [
                 f

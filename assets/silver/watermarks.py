@@ -72,6 +72,12 @@ class BronzeReadPlan:
         return self.bronze.version
 
     @property
+    def records(self) -> int | None:
+        """Bronze records in ``files`` (None when a file's count is not in the log)."""
+        counts = [f.num_records for f in self.files]
+        return None if any(c is None for c in counts) else sum(c for c in counts if c is not None)
+
+    @property
     def appended_days_read(self) -> list[date]:
         """Append days with bronze files to read (only their existing rows must be matched)."""
         read = {f.partition_values.get(self.bronze.column or "") for f in self.files}

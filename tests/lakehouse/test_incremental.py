@@ -193,22 +193,29 @@ def test_dimension_tables_are_rebuilt_only_when_their_bronze_changed(lakehouse):
     assert "Renamed" in names
 
 
-def test_gold_written_through_spark_and_through_arrow_is_the_same(lakehouse, monkeypatch):
+def test_spark_and_arrow_writes_make_the_same_tables(lakehouse, monkeypatch):
     """Small recomputes are collected as Arrow and written without Spark; large ones stay in Spark.
-    Both writers must produce the same gold rows (and the Spark path must keep working)."""
+    Both writers must produce the same silver, quarantine and gold rows (and the Spark path must keep
+    working: the test lakes are small, so it is forced here)."""
     import assets.gold.assets as gold
+    import assets.silver.assets as silver
 
     lh = lakehouse()
-    data = sample_data.generate(600, days=2, customers=10, include_dimensions=True, id_prefix="s-")
+    data = sample_data.generate(
+        600, days=2, customers=10, include_dimensions=True, id_prefix="s-", invalid_ratio=0.02
+    )
     sample_data.produce(lh.client, data, prefix=lh.prefix)
     days = run_ingest(lh.defs, lh.instance).affected_days
     _daily(lh, days)
     tables = [lh.uri("gold", name) for name in gold.GOLD_TABLES]
+    tables += [lh.uri(layer, topic) for layer in ("silver", "quarantine") for topic in ("orders", "clicks")]
     via_arrow = {uri: sorted(map(str, read_arrow(uri).to_pylist())) for uri in tables}
     assert all(via_arrow.values())
 
     monkeypatch.setattr(gold, "SMALL_RESULT_ROWS", -1)
-    refresh = {"ops": {f"gold__{name}": {"config": {"full_refresh": True}} for name in gold.GOLD_TABLES}}
-    mats = _daily(lh, days, refresh)
+    monkeypatch.setattr(silver, "SMALL_BATCH_ROWS", -1)
+    ops = [f"gold__{name}" for name in gold.GOLD_TABLES] + ["silver_orders", "silver_clicks"]
+    mats = _daily(lh, days, {"ops": {op: {"config": {"full_refresh": True}} for op in ops}})
     assert all(mats[f"gold/{name}"]["recomputed_days"] == days for name in gold.GOLD_TABLES)
+    assert mats["silver/orders"]["rebuilt_days"] == days
     assert {uri: sorted(map(str, read_arrow(uri).to_pylist())) for uri in tables} == via_arrow
