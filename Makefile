@@ -47,7 +47,7 @@ dagster: install ## Open the Dagster UI (webserver + daemon) on 127.0.0.1:3000
 bench: install ## Run the quick benchmark set (writes benchmarks/results/*.json)
 	$(BIN)/python -m benchmarks.run_all
 
-bench-lakehouse: install ## Run the full lakehouse benchmarks: bronze, gold 1M/5M/20M, incremental (~30+ min)
+bench-lakehouse: install ## Run the full lakehouse benchmarks: bronze, gold 1M/5M/20M, incremental (~15 min)
 	$(BIN)/python -m benchmarks.run_lakehouse
 
 broker-start: install ## Start the embedded Kafka broker in the background
