@@ -59,13 +59,7 @@ def write_delta_arrow(
             f"(table {location.uri}); use write_delta with a Spark DataFrame for merge.",
             table_uri=location.uri,
         )
-    _validate_options(mode, where, None, app_transactions, location.uri)
-    if append_outside_where and mode != "overwrite_where":
-        raise WriteOptionsError(
-            f"append_outside_where is only used with mode='overwrite_where' (got mode={mode!r}) for "
-            f"table {location.uri}.",
-            table_uri=location.uri,
-        )
+    _validate_options(mode, where, None, app_transactions, location.uri, append_outside_where)
     _check_arrow_types(table.schema, location.uri)
     prepared = _prepare(
         location, arrow_schema_json(table.schema), partition_by, app_transactions, schema_evolution

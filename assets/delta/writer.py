@@ -100,6 +100,7 @@ def _validate_options(
     merge_keys: Sequence[str] | None,
     app_transactions: Sequence[AppTransaction],
     table_uri: str,
+    append_outside_where: bool = False,
 ) -> None:
     if mode not in _MODES:
         raise WriteOptionsError(
@@ -108,6 +109,12 @@ def _validate_options(
     if where is not None and mode != "overwrite_where":
         raise WriteOptionsError(
             f"`where` is only used with mode='overwrite_where' (got mode={mode!r}) for table {table_uri}.",
+            table_uri=table_uri,
+        )
+    if append_outside_where and mode != "overwrite_where":
+        raise WriteOptionsError(
+            f"append_outside_where is only used with mode='overwrite_where' (got mode={mode!r}) for "
+            f"table {table_uri}.",
             table_uri=table_uri,
         )
     if mode == "merge" and not merge_keys:
@@ -471,13 +478,7 @@ def write_delta(
     instead of refusing them: incremental runs rebuild some partitions and add to others in one commit.
     """
     location = resolve(table_uri)
-    _validate_options(mode, where, merge_keys, app_transactions, location.uri)
-    if append_outside_where and mode != "overwrite_where":
-        raise WriteOptionsError(
-            f"append_outside_where is only used with mode='overwrite_where' (got mode={mode!r}) for "
-            f"table {location.uri}.",
-            table_uri=location.uri,
-        )
+    _validate_options(mode, where, merge_keys, app_transactions, location.uri, append_outside_where)
     schema = spark_schema_json(df.schema)
     prepared = _prepare(location, schema, partition_by, app_transactions, schema_evolution)
     if isinstance(prepared, CommitResult):
