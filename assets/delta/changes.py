@@ -85,6 +85,12 @@ class PartitionFiles:
         return all(before.get(k, set()) == {f.rel_path for f in self.files.get(k, [])} for k in keys)
 
 
+def record_count(files: Iterable[ActiveFile]) -> int | None:
+    """Rows in ``files`` from the log's statistics (None when a file has no count)."""
+    counts = [f.num_records for f in files]
+    return None if any(c is None for c in counts) else sum(c for c in counts if c is not None)
+
+
 def open_latest(table_uri: str) -> DeltaTable | None:
     """The table's latest snapshot (None when it does not exist yet)."""
     location = resolve(table_uri)

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 
-from assets.delta.changes import WHOLE_TABLE, PartitionFiles, open_latest
+from assets.delta.changes import WHOLE_TABLE, PartitionFiles, open_latest, record_count
 from assets.delta.writer import AppTransaction
 
 
@@ -79,11 +79,10 @@ def plan_gold(
             plan.transactions.extend(advancing)
         else:
             plan.unchanged.append(day)
-    counts = [
-        f.num_records
+    plan.input_rows = record_count(
+        f
         for inp, files in loaded
         if inp.column is not None
         for f in files.of(sorted({p for d in plan.stale for p in inp.partitions(d)}))
-    ]
-    plan.input_rows = None if any(c is None for c in counts) else sum(c for c in counts if c is not None)
+    )
     return plan

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import TYPE_CHECKING
 
-from assets.delta.changes import PartitionFiles, open_latest
+from assets.delta.changes import PartitionFiles, open_latest, record_count
 from assets.delta.location import resolve
 from assets.delta.snapshot import ActiveFile, open_table
 from assets.delta.writer import AppTransaction
@@ -68,14 +68,9 @@ class BronzeReadPlan:
     overlap_days: list[date] = field(default_factory=list)
 
     @property
-    def bronze_version(self) -> int:
-        return self.bronze.version
-
-    @property
     def records(self) -> int | None:
         """Bronze records in ``files`` (None when a file's count is not in the log)."""
-        counts = [f.num_records for f in self.files]
-        return None if any(c is None for c in counts) else sum(c for c in counts if c is not None)
+        return record_count(self.files)
 
     @property
     def appended_days_read(self) -> list[date]:
