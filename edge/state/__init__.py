@@ -26,6 +26,15 @@ from edge.state.checkpoint import checkpoint_path, delete_checkpoint, read_check
 from edge.state.memory import InMemoryKeyValueStore
 from edge.state.metered import MeteredKeyValueStore
 from edge.state.rocksdb import RocksDBKeyValueStore, destroy_store_dir
+from edge.state.segments import SegmentedBytesStore
+from edge.state.window import (
+    MeteredSessionStore,
+    MeteredWindowStore,
+    SessionStoreBuilder,
+    WindowStoreBuilder,
+    session_store_builder,
+    window_store_builder,
+)
 
 __all__ = [
     "BytesKeyValueStore",
@@ -38,17 +47,24 @@ __all__ = [
     "KeyValueStore",
     "KeyValueStoreBuilder",
     "MeteredKeyValueStore",
+    "MeteredSessionStore",
+    "MeteredWindowStore",
     "RocksDBKeyValueStore",
+    "SegmentedBytesStore",
+    "SessionStoreBuilder",
     "StateStore",
     "StoreBuilder",
     "StoreContext",
     "StoreMetrics",
+    "WindowStoreBuilder",
     "changelog_topic_name",
     "checkpoint_path",
     "delete_checkpoint",
     "destroy_store_dir",
     "key_value_store_builder",
     "read_checkpoint",
+    "session_store_builder",
     "task_dir",
+    "window_store_builder",
     "write_checkpoint",
 ]

@@ -22,6 +22,8 @@ from edge.processor.config import StreamsConfig
 from edge.processor.record import Headers
 from edge.processor.task import StreamTask, task_id
 from edge.serde import Serde, ValueAndTimestamp
+from edge.state.window import MeteredSessionStore, MeteredWindowStore
+from edge.testing.window_facades import SessionStoreFacade, WindowStoreFacade
 from edge.topology import Topology
 
 
@@ -268,6 +270,22 @@ class TopologyTestDriver:
     def get_key_value_store(self, name: str) -> ReadOnlyStoreFacade:
         """A read view of a store that unwraps ``ValueAndTimestamp`` values (like Kafka's facade)."""
         return ReadOnlyStoreFacade(self.get_state_store(name))
+
+    def get_window_store(self, name: str) -> WindowStoreFacade:
+        """A window store whose values are plain (``ValueAndTimestamp`` unwrapped, as Kafka's facade)."""
+        return WindowStoreFacade(self._typed_store(name, MeteredWindowStore, "window"), timestamped=False)
+
+    def get_timestamped_window_store(self, name: str) -> WindowStoreFacade:
+        return WindowStoreFacade(self._typed_store(name, MeteredWindowStore, "window"), timestamped=True)
+
+    def get_session_store(self, name: str) -> SessionStoreFacade:
+        return SessionStoreFacade(self._typed_store(name, MeteredSessionStore, "session"))
+
+    def _typed_store(self, name: str, kind: type, what: str) -> Any:
+        store = self.get_state_store(name)
+        if not isinstance(store, kind):
+            raise TopologyError(f"state store {name!r} is not a {what} store ({type(store).__name__})")
+        return store
 
     def close(self) -> None:
         if self._closed:

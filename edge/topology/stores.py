@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from edge.serde import Serde, ValueAndTimestampSerde
 from edge.state import key_value_store_builder
+from edge.state.window import session_store_builder, window_store_builder
 
 if TYPE_CHECKING:
     from edge.processor.config import StreamsConfig
@@ -28,14 +29,45 @@ class StoreSpec:
     caching_enabled: bool = True
     timestamped: bool = True
     changelog_config: dict[str, str] | None = None
+    #: "key_value", "window" (Kafka's timestamped window store unless ``timestamped`` is False) or
+    #: "session" (values are never timestamped, as in Kafka)
+    kind: str = "key_value"
+    window_size_ms: int = 0
+    retention_ms: int = 0
+    retain_duplicates: bool = False
 
     def to_builder(self, config: StreamsConfig) -> StoreBuilder:
         value_serde = self.value_serde or config.default_value_serde
+        key_serde = self.key_serde or config.default_key_serde
+        if self.kind == "session":
+            return session_store_builder(  # type: ignore[return-value]
+                self.name,
+                key_serde,
+                value_serde,
+                retention_ms=self.retention_ms,
+                persistent=self.persistent,
+                logging=self.logging_enabled,
+                caching=self.caching_enabled,
+                changelog_config=self.changelog_config,
+            )
         if self.timestamped:
             value_serde = ValueAndTimestampSerde(value_serde)
+        if self.kind == "window":
+            return window_store_builder(  # type: ignore[return-value]
+                self.name,
+                key_serde,
+                value_serde,
+                window_size_ms=self.window_size_ms,
+                retention_ms=self.retention_ms,
+                retain_duplicates=self.retain_duplicates,
+                persistent=self.persistent,
+                logging=self.logging_enabled,
+                caching=self.caching_enabled,
+                changelog_config=self.changelog_config,
+            )
         return key_value_store_builder(
             self.name,
-            self.key_serde or config.default_key_serde,
+            key_serde,
             value_serde,
             persistent=self.persistent,
             logging=self.logging_enabled,

@@ -1,0 +1,293 @@
+"""Time-segmented bytes store: the innermost layer of window and session stores.
+
+Kafka Streams keeps windowed state in segments (one RocksDB per time interval) so that retention is
+enforced by dropping whole segments instead of deleting records one by one. This store does the same
+and otherwise behaves as a bytes key-value store, so the record cache, the change-logging layer,
+restore and standbys work on it unchanged.
+
+* Every key carries its time (window start, or session end) -- ``time_of(key)`` reads it -- and lives
+  in segment ``time // segment_interval``. Segments are RocksDB instances named like Kafka's,
+  ``<store>.<segment id * interval>``, under ``rocksdb/<store>/`` (or in-memory stores).
+* Observed stream time is the largest key time written or restored. A segment whose whole interval
+  is older than ``observed - retention`` is closed and destroyed; writes into it are skipped (with a
+  warning, as Kafka logs "Skipping record for expired segment"), and reads never return records older
+  than ``observed - retention + 1`` even while their segment still exists.
+* Scans merge the live segments' iterators by key bytes, so the caching layer's merge stays correct.
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+import re
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from edge.errors import StateStoreError
+from edge.state.api import StoreContext
+from edge.state.iterators import BaseKeyValueIterator
+from edge.state.memory import InMemoryKeyValueStore
+from edge.state.rocksdb import RocksDBKeyValueStore, destroy_store_dir, store_dir
+
+log = logging.getLogger(__name__)
+
+#: Kafka's minimum segment interval (``Math.max(retention / 2, 60_000)``)
+MIN_SEGMENT_INTERVAL_MS = 60_000
+
+
+def default_segment_interval(retention_ms: int) -> int:
+    return max(retention_ms // 2, MIN_SEGMENT_INTERVAL_MS)
+
+
+class _MergedIterator(BaseKeyValueIterator):
+    """Key-ordered merge of the segments' iterators (a key lives in exactly one segment)."""
+
+    __slots__ = ("_inners", "_merged")
+
+    def __init__(self, inners: list, store: str, registry: set) -> None:
+        super().__init__(store, registry)
+        self._inners = inners
+        self._merged = heapq.merge(*inners, key=_first) if len(inners) > 1 else iter(inners[0])
+
+    def _advance(self) -> tuple:
+        return next(self._merged)
+
+    def _release(self) -> None:
+        for it in self._inners:
+            it.close()
+        self._inners = []
+        self._merged = iter(())
+
+
+def _first(kv: tuple) -> bytes:
+    return kv[0]
+
+
+class _Filtered(BaseKeyValueIterator):
+    """Hides records older than the retention horizon (their segment may outlive them a little)."""
+
+    __slots__ = ("_inner", "_min_time", "_time_of")
+
+    def __init__(self, inner: BaseKeyValueIterator, time_of, min_time: int, store: str, registry: set):
+        super().__init__(store, registry)
+        self._inner = inner
+        self._time_of = time_of
+        self._min_time = min_time
+
+    def _advance(self) -> tuple:
+        time_of, min_time = self._time_of, self._min_time
+        for kv in self._inner:
+            if time_of(kv[0]) >= min_time:
+                return kv
+        raise StopIteration
+
+    def _release(self) -> None:
+        self._inner.close()
+
+
+class SegmentedBytesStore:
+    def __init__(
+        self,
+        name: str,
+        *,
+        retention_ms: int,
+        time_of: Callable[[bytes], int],
+        persistent: bool = True,
+        segment_interval_ms: int | None = None,
+    ) -> None:
+        self.name = name
+        self.persistent = persistent
+        self.retention_ms = retention_ms
+        self.segment_interval_ms = segment_interval_ms or default_segment_interval(retention_ms)
+        self.time_of = time_of
+        self.observed_stream_time = -1
+        self.expired_records = 0
+        self._segments: dict[int, object] = {}
+        self._context: StoreContext | None = None
+        self._open = False
+        self._iters: set = set()
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+    def init(self, context: StoreContext) -> None:
+        if self._open:
+            raise StateStoreError("store is already initialised", store=self.name, task_id=context.task_id)
+        self._context = context
+        self._open = True
+        if self.persistent:
+            root = store_dir(context, self.name)
+            pattern = re.compile(re.escape(self.name) + r"\.(\d+)$")
+            if root.is_dir():
+                for child in sorted(root.iterdir()):
+                    m = pattern.match(child.name)
+                    if m and child.is_dir():
+                        self._open_segment(int(m.group(1)) // self.segment_interval_ms)
+
+    @property
+    def is_open(self) -> bool:
+        return self._open
+
+    def _segment_name(self, segment_id: int) -> str:
+        return f"{self.name}/{self.name}.{segment_id * self.segment_interval_ms}"
+
+    def _open_segment(self, segment_id: int):
+        name = self._segment_name(segment_id)
+        segment = RocksDBKeyValueStore(name) if self.persistent else InMemoryKeyValueStore(name)
+        segment.init(self._context)  # type: ignore[arg-type]
+        self._segments[segment_id] = segment
+        return segment
+
+    def _check_open(self) -> None:
+        if not self._open:
+            ctx = self._context
+            raise StateStoreError(
+                "state store is not open (not initialised yet or already closed)",
+                store=self.name,
+                task_id=ctx.task_id if ctx else None,
+            )
+
+    def flush(self) -> None:
+        self._check_open()
+        for segment in self._segments.values():
+            segment.flush()
+
+    def close(self) -> None:
+        if not self._open:
+            return
+        for it in list(self._iters):
+            it.close()
+        errors = []
+        for segment in self._segments.values():
+            try:
+                segment.close()
+            except Exception as exc:
+                errors.append(exc)
+        self._segments.clear()
+        self._open = False
+        if errors:
+            raise errors[0]
+
+    # -- time and segments -------------------------------------------------------------------------
+    def min_live_time(self) -> int:
+        """The oldest key time still readable (Kafka: ``observedStreamTime - retention + 1``)."""
+        return self.observed_stream_time - self.retention_ms + 1
+
+    def _observe(self, time: int) -> None:
+        if time > self.observed_stream_time:
+            self.observed_stream_time = time
+            self._drop_expired()
+
+    def _drop_expired(self) -> None:
+        min_live = (self.observed_stream_time - self.retention_ms) // self.segment_interval_ms
+        for segment_id in [s for s in self._segments if s < min_live]:
+            segment = self._segments.pop(segment_id)
+            segment.close()
+            if self.persistent:
+                destroy_store_dir(store_dir(self._context, segment.name))  # type: ignore[arg-type]
+
+    def _segment_for_write(self, key: bytes):
+        time = self.time_of(key)
+        self._observe(time)
+        segment_id = time // self.segment_interval_ms
+        if segment_id < (self.observed_stream_time - self.retention_ms) // self.segment_interval_ms:
+            self.expired_records += 1
+            log.warning(
+                "skipping a write to store %s for an expired segment (time %d, stream time %d, "
+                "retention %d ms)",
+                self.name,
+                time,
+                self.observed_stream_time,
+                self.retention_ms,
+            )
+            return None
+        segment = self._segments.get(segment_id)
+        return segment if segment is not None else self._open_segment(segment_id)
+
+    # -- point operations --------------------------------------------------------------------------
+    def get(self, key: bytes) -> bytes | None:
+        self._check_open()
+        time = self.time_of(key)
+        if time < self.min_live_time():
+            return None
+        segment = self._segments.get(time // self.segment_interval_ms)
+        return None if segment is None else segment.get(key)
+
+    def get_many(self, keys: list[bytes]) -> list[bytes | None]:
+        return [self.get(k) for k in keys]
+
+    def put(self, key: bytes, value: bytes | None, timestamp: int = 0) -> None:
+        self._check_open()
+        segment = self._segment_for_write(key)
+        if segment is not None:
+            segment.put(key, value, timestamp)
+
+    def put_if_absent(self, key: bytes, value: bytes, timestamp: int = 0) -> bytes | None:
+        old = self.get(key)
+        if old is None:
+            self.put(key, value, timestamp)
+        return old
+
+    def delete(self, key: bytes, timestamp: int = 0) -> bytes | None:
+        old = self.get(key)
+        if old is not None:
+            self.put(key, None, timestamp)
+        return old
+
+    def put_all(self, entries: Iterable[tuple[bytes, bytes | None, int]]) -> None:
+        for key, value, timestamp in entries:
+            self.put(key, value, timestamp)
+
+    def restore_batch(self, records: Iterable[tuple[bytes, bytes | None]]) -> None:
+        self._check_open()
+        by_segment: dict[int, list[tuple[bytes, bytes | None]]] = {}
+        for key, value in records:
+            segment = self._segment_for_write(key)
+            if segment is not None:
+                by_segment.setdefault(id(segment), [segment]).append((key, value))  # type: ignore[arg-type]
+        live = {id(s) for s in self._segments.values()}
+        for segment, *batch in by_segment.values():
+            if id(segment) in live:  # a later record of the batch may have expired it
+                segment.restore_batch(batch)  # type: ignore[attr-defined]
+
+    # -- scans -------------------------------------------------------------------------------------
+    def _scan(self, open_one: Callable) -> BaseKeyValueIterator:
+        self._check_open()
+        inners = [open_one(self._segments[s]) for s in sorted(self._segments)]
+        if not inners:
+            inners = [_EmptyList(self.name)]
+        merged = _MergedIterator(inners, self.name, self._iters)
+        if self.observed_stream_time < 0:
+            return merged
+        return _Filtered(merged, self.time_of, self.min_live_time(), self.name, self._iters)
+
+    def range(self, from_key: bytes | None, to_key: bytes | None) -> BaseKeyValueIterator:
+        return self._scan(lambda s: s.range(from_key, to_key))
+
+    def prefix_scan(self, prefix: bytes) -> BaseKeyValueIterator:
+        return self._scan(lambda s: s.prefix_scan(prefix))
+
+    def all(self) -> BaseKeyValueIterator:
+        return self._scan(lambda s: s.all())
+
+    def approximate_num_entries(self) -> int:
+        self._check_open()
+        return sum(s.approximate_num_entries() for s in self._segments.values())
+
+    def segment_dirs(self) -> list[Path]:
+        """Directories of the live persistent segments (tests and diagnostics)."""
+        if not self.persistent or self._context is None:
+            return []
+        return [store_dir(self._context, s.name) for s in self._segments.values()]
+
+    @property
+    def segment_ids(self) -> list[int]:
+        return sorted(self._segments)
+
+
+class _EmptyList(BaseKeyValueIterator):
+    __slots__ = ()
+
+    def __init__(self, store: str) -> None:
+        super().__init__(store, None)
+
+    def _advance(self) -> tuple:
+        raise StopIteration
