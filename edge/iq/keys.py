@@ -57,6 +57,35 @@ def parse_key(text: str, serde: Any) -> Any:
         raise BadKeyError(f"key {text!r} cannot be serialized by the store's key serde {serde!r}") from exc
 
 
+def parse_time(text: str, what: str) -> int:
+    """A window bound: epoch milliseconds, or an ISO-8601 instant (``2026-11-24T10:00:00Z``)."""
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    from datetime import UTC, datetime
+
+    try:
+        instant = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise BadKeyError(
+            f"{what} must be epoch milliseconds or an ISO-8601 time "
+            f"such as 2026-11-24T10:00:00Z, got {text!r}"
+        ) from None
+    if instant.tzinfo is None:
+        instant = instant.replace(tzinfo=UTC)
+    return int(instant.timestamp() * 1000)
+
+
+def windowed_fields(windowed: Any, value: Any) -> dict[str, Any]:
+    """One window (or session) of a windowed store answer: key, window bounds, value (+ timestamp)."""
+    return {
+        "key": to_jsonable(windowed.key),
+        "window": {"start": windowed.window.start, "end": windowed.window.end},
+        **value_fields(value),
+    }
+
+
 def value_fields(value: Any) -> dict[str, Any]:
     """The ``value`` (and, for timestamped stores, ``timestamp``) fields of an answer.
 

@@ -10,6 +10,11 @@ Endpoints (JSON unless noted)::
     GET /v1/stores/<store>/range?from=&to=      inclusive key range, all instances (``local=true``: this one)
     GET /v1/stores/<store>/all                  every entry, all instances (``local=true``: this one)
 
+Window and session stores: ``keys/<key>?from=&to=`` answers the key's windows (start in ``[from, to]``)
+or sessions (ending at or after ``from``, starting at or before ``to``); ``range`` and ``all`` take
+``time_from=`` / ``time_to=``. Times are epoch ms or ISO-8601. Each entry carries ``window.start`` and
+``window.end``.
+
 404 unknown store or key, 400 bad parameters, 503 while the instance restores/rebalances or the owner of
 a key is unknown (retry). A key's partition is ``murmur2(key bytes) % partitions`` -- the producer's.
 Stores are read on the stream thread (``StreamsApp.run_on_stream_thread``), never concurrently.
@@ -27,7 +32,8 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from edge.iq.keys import BadKeyError, parse_key, to_jsonable, value_fields
+from edge.iq import windowed as win
+from edge.iq.keys import BadKeyError, parse_key, parse_time, to_jsonable, value_fields, windowed_fields
 from edge.processor.partitioner import default_partition
 
 if TYPE_CHECKING:
@@ -83,11 +89,23 @@ class QueryServer:
                 503, f"instance is {state.value}{' (restoring)' if self.app.restoring else ''}; retry"
             )
 
-    def get_key(self, store: str, key_text: str, forwarded: bool) -> tuple[int, dict[str, Any]]:
+    def get_key(
+        self, store: str, key_text: str, forwarded: bool, params: dict[str, str] | None = None
+    ) -> tuple[int, dict[str, Any]]:
         entry = self._catalog_entry(store)
+        params = params or {}
+        unknown = set(params) - set(win.TIME_PARAMS)
+        if unknown:
+            raise HttpError(
+                400,
+                f"unknown parameter(s) {sorted(unknown)}; allowed: {list(win.TIME_PARAMS)} (windowed stores)",
+            )
         try:
             key = parse_key(key_text, entry["key_serde"])
             key_bytes = entry["key_serde"].serialize("", key)
+            bounds = tuple(
+                None if params.get(p) is None else parse_time(params[p], p) for p in win.TIME_PARAMS
+            )
         except BadKeyError as exc:
             raise HttpError(400, str(exc)) from exc
         except Exception as exc:
@@ -110,21 +128,47 @@ class QueryServer:
                 raise HttpError(503, f"partition {partition} of {store!r} is moving between instances; retry")
             quoted_key = urllib.parse.quote(key_text, safe="")
             path = f"/v1/stores/{urllib.parse.quote(store, safe='')}/keys/{quoted_key}"
+            if params:
+                path += "?" + urllib.parse.urlencode(params)
             return self._forward(owner.server, path)
 
-        def lookup() -> tuple[bool, Any]:
+        def lookup() -> tuple[bool, str, Any]:
             registry = app.registry
             active = registry.tasks.get((st, partition)) if registry is not None else None
             if active is None:
-                return False, None
-            return True, active.task.stores[store].get(key)
+                return False, "", None
+            s = active.task.stores[store]
+            kind = win.store_kind(s)
+            if kind == "key_value":
+                return True, kind, s.get(key)
+            return True, kind, win.fetch_key(s, key, *bounds)
 
-        hosted, value = app.run_on_stream_thread(lookup)
+        hosted, kind, value = app.run_on_stream_thread(lookup)
         if not hosted:
             raise HttpError(
                 503, f"partition {partition} of store {store!r} is not hosted here right now; retry"
             )
-        return self._key_answer(store, key, value, partition)
+        if kind == "key_value":
+            if params:
+                raise HttpError(
+                    400, f"store {store!r} is a key-value store: from/to apply to windowed stores"
+                )
+            return self._key_answer(store, key, value, partition)
+        return self._windows_answer(store, key, value, partition)
+
+    def _windows_answer(
+        self, store: str, key: Any, windows: list[tuple[Any, Any]], partition: int | None
+    ) -> tuple[int, dict[str, Any]]:
+        if not windows:
+            raise HttpError(404, f"no windows for key {key!r} in store {store!r}", partition=partition)
+        return 200, {
+            "store": store,
+            "key": to_jsonable(key),
+            "windows": [windowed_fields(w, v) for w, v in windows],
+            "partition": partition,
+            "instance": self.app.instance_id,
+            "server": self.app.advertised_server,
+        }
 
     def _key_answer(
         self, store: str, key: Any, value: Any, partition: int | None
@@ -165,6 +209,7 @@ class QueryServer:
     ) -> tuple[int, dict[str, Any]]:
         entry = self._catalog_entry(store)
         allowed = {"from", "to", "local", "limit"} if kind == "range" else {"local", "limit"}
+        allowed |= set(win.SCAN_TIME_PARAMS)
         unknown = set(params) - allowed
         if unknown:
             raise HttpError(400, f"unknown parameter(s) {sorted(unknown)}; allowed: {sorted(allowed)}")
@@ -179,6 +224,9 @@ class QueryServer:
         try:
             lo = parse_key(params["from"], serde) if params.get("from") is not None else None
             hi = parse_key(params["to"], serde) if params.get("to") is not None else None
+            t_lo, t_hi = (
+                None if params.get(p) is None else parse_time(params[p], p) for p in win.SCAN_TIME_PARAMS
+            )
         except BadKeyError as exc:
             raise HttpError(400, str(exc)) from exc
         self._require_running()
@@ -195,6 +243,14 @@ class QueryServer:
                         stores.append(active.task.stores[store])
             out: list[tuple[bytes, Any, Any]] = []
             for s in stores:
+                if win.store_kind(s) != "key_value":
+                    for w, v in win.scan(s, lo, hi, t_lo, t_hi, kind == "all")[: limit * 4]:
+                        out.append((win.sort_key(serde, w), w, v))
+                    continue
+                if t_lo is not None or t_hi is not None:
+                    raise HttpError(
+                        400, f"store {store!r} is a key-value store: time_from/time_to do not apply"
+                    )
                 it = s.all() if kind == "all" else s.range(lo, hi)
                 with it:
                     for k, v in it:
@@ -204,7 +260,17 @@ class QueryServer:
             return out
 
         rows = app.run_on_stream_thread(local_scan, timeout=30)
-        entries = [{"key": to_jsonable(k), **value_fields(v), "_kb": kb} for kb, k, v in rows]
+        entries = [
+            {
+                **(
+                    windowed_fields(k, v)
+                    if isinstance(k, win.Windowed)
+                    else {"key": to_jsonable(k), **value_fields(v)}
+                ),
+                "_kb": kb,
+            }
+            for kb, k, v in rows
+        ]
         instances = [app.instance_id]
         if not local and not entry["global"] and app.metadata is not None:
             query = {k: v for k, v in params.items() if k != "local"}
@@ -325,7 +391,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self._json(200, {"stores": sorted(self.server_app.store_catalog)})
                 return
             if len(parts) == 5 and parts[:2] == ["v1", "stores"] and parts[3] == "keys":
-                status, body = q.get_key(parts[2], parts[4], forwarded)
+                status, body = q.get_key(parts[2], parts[4], forwarded, params)
                 self._json(status, body)
                 return
             if len(parts) == 4 and parts[:2] == ["v1", "stores"] and parts[3] in ("range", "all"):

@@ -51,7 +51,7 @@ class Instance:
             "orchestration.cli.main",
             "edge",
             "run",
-            f"{APP}:{attr}",
+            attr if ":" in attr else f"{APP}:{attr}",  # "module:attr" runs another app module
             "--application-id",
             app_id,
             "--bootstrap-servers",
