@@ -298,7 +298,7 @@ def revenue_hopping_10m(
 @_gold(
     SESSIONS,
     [_deps(CLICKS, before=1, after=1)],
-    "User sessions: clicks separated by less than 30 minutes, by session start date.",
+    "User sessions: clicks at most 30 minutes apart (Kafka Streams' inclusive gap), by session start date.",
 )
 def click_sessions(
     context: AssetExecutionContext, config: GoldConfig, lake: LakeResource, pyspark: PySparkResource

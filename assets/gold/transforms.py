@@ -7,8 +7,10 @@ exactly those partitions. Window semantics (the DuckDB equality tests re-impleme
 * tumbling 5 min: ``[start, start + 5m)`` aligned to the epoch; partition = date(window_start)
 * hopping 10 min every 1 min: every window ``[s, s + 10m)`` with ``s`` on a minute boundary that
   contains the event; partition = date(window_start) (windows starting 23:51-23:59 need the next day)
-* session, 30 min gap: a user's clicks in time order; a gap of 30 minutes or more starts a new
-  session; partition = date(session_start); sessions are looked up one day either side
+* session, 30 min gap: a user's clicks in time order; a gap of more than 30 minutes starts a new
+  session -- a click exactly 30 minutes after the previous one stays in it, as Kafka Streams' session
+  windows (and so the edge) decide; partition = date(session_start); sessions are looked up one day
+  either side
 * enriched orders: each order joined to the customer profile valid at ``event_time``
   (``valid_from <= event_time < valid_to``) and to the product
 """
@@ -113,7 +115,7 @@ def click_sessions(clicks: DataFrame, dates: Sequence[date]) -> DataFrame:
     by_user = Window.partitionBy("user_id").orderBy("event_time", "event_id")
     gap = F.col("event_time").cast("double") - F.lag(F.col("event_time").cast("double")).over(by_user)
     marked = clicks.select("user_id", "event_id", "event_time", "page").withColumn(
-        "_new", F.when(gap.isNull() | (gap >= SESSION_GAP_S), 1).otherwise(0)
+        "_new", F.when(gap.isNull() | (gap > SESSION_GAP_S), 1).otherwise(0)
     )
     numbered = marked.withColumn(
         "_session",

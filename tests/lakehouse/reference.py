@@ -123,7 +123,7 @@ def sessions(con: duckdb.DuckDBPyConnection) -> dict[tuple[str, int], tuple[int,
     rows = con.sql("""
         WITH marked AS (
             SELECT *, CASE WHEN lag(event_time) OVER w IS NULL
-                            OR event_time - lag(event_time) OVER w >= INTERVAL 30 MINUTE
+                            OR event_time - lag(event_time) OVER w > INTERVAL 30 MINUTE
                        THEN 1 ELSE 0 END AS new
             FROM clicks WINDOW w AS (PARTITION BY user_id ORDER BY event_time, event_id)
         ), numbered AS (
