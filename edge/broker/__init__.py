@@ -1,7 +1,8 @@
-"""The embedded Kafka-compatible broker (Tansu) used for local runs and tests.
+"""Local brokers for runs and tests: the embedded Kafka-compatible Tansu broker (the default) and a
+single-node Apache Kafka run from jars that ``make install`` resolves with Maven (``broker_kind: kafka``).
 
 Real deployments point ``bootstrap.servers`` at any Kafka cluster; this package only exists so that a
-fresh machine can run the whole platform with no Docker and no JVM broker.
+fresh machine can run the whole platform with no Docker.
 """
 
 from edge.broker.binary import BrokerBinaryNotFoundError, resolve_tansu_binary
@@ -16,17 +17,33 @@ from edge.broker.embedded import (
     broker_status,
     stop_recorded_broker,
 )
+from edge.broker.kafka import (
+    ApacheKafkaBroker,
+    KafkaDistributionError,
+    kafka_unavailable_reason,
+    resolve_kafka_distribution,
+)
+from edge.broker.local import BROKER_KIND_ENV, BrokerKind, LocalBroker, local_broker, profile_for
 
 __all__ = [
+    "BROKER_KIND_ENV",
+    "ApacheKafkaBroker",
     "BrokerAlreadyRunningError",
     "BrokerBinaryNotFoundError",
     "BrokerError",
     "BrokerInfo",
+    "BrokerKind",
     "BrokerNotRunningError",
     "BrokerPortInUseError",
     "BrokerStartError",
     "EmbeddedBroker",
+    "KafkaDistributionError",
+    "LocalBroker",
     "broker_status",
+    "kafka_unavailable_reason",
+    "local_broker",
+    "profile_for",
+    "resolve_kafka_distribution",
     "resolve_tansu_binary",
     "stop_recorded_broker",
 ]

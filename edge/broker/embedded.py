@@ -59,6 +59,9 @@ class BrokerInfo:
     started_at: float
     log_path: str
     binary: str
+    #: ``tansu`` (embedded, in memory) or ``kafka`` (Apache Kafka, data on disk under ``data_dir``).
+    kind: str = "tansu"
+    data_dir: str | None = None
 
     @property
     def bootstrap_servers(self) -> str:
@@ -129,6 +132,8 @@ class EmbeddedBroker:
     ``streamhouse broker start``); otherwise it is a plain child that dies with us.
     """
 
+    kind = "tansu"
+
     def __init__(
         self,
         *,
@@ -155,6 +160,10 @@ class EmbeddedBroker:
     @property
     def bootstrap_servers(self) -> str:
         return self.info.bootstrap_servers
+
+    @property
+    def pid(self) -> int:
+        return self.info.pid
 
     def start(self) -> BrokerInfo:
         if self._process is not None:
@@ -236,6 +245,13 @@ class EmbeddedBroker:
             return
         _terminate(process.pid, timeout_s, process)
 
+    def kill(self) -> None:
+        """SIGKILL, as a crash would (the in-memory data is gone)."""
+        process, self._process = self._process, None
+        if process is not None:
+            process.kill()
+            process.wait(10)
+
     def __enter__(self) -> EmbeddedBroker:
         self.start()
         return self
@@ -247,7 +263,7 @@ class EmbeddedBroker:
 
 
 def _terminate(pid: int, timeout_s: float, process: subprocess.Popen[bytes] | None = None) -> None:
-    """SIGTERM, wait, then SIGKILL: the broker holds only in-memory data, so nothing is lost by force."""
+    """SIGTERM, wait, then SIGKILL (Tansu holds only in-memory data; Kafka recovers its logs on restart)."""
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout_s
@@ -291,12 +307,30 @@ def broker_status(state_dir: Path) -> tuple[BrokerInfo | None, bool]:
     return info, alive
 
 
-def start_recorded_broker(state_dir: Path, port: int | None = None) -> BrokerInfo:
+def start_recorded_broker(state_dir: Path, port: int | None = None, kind: str = "tansu") -> BrokerInfo:
+    """Start a detached broker of ``kind`` and record it. Apache Kafka keeps its data (and, when free,
+    its last port) under ``<state_dir>/broker/kafka-data`` across stop/start."""
     info, alive = broker_status(state_dir)
     if info is not None and alive:
         raise BrokerAlreadyRunningError(info)
-    broker = EmbeddedBroker(port=port, log_dir=state_dir / "broker", detached=True)
-    info = broker.start()
+    broker_dir = state_dir / "broker"
+    if kind == "kafka":
+        from edge.broker.kafka import ApacheKafkaBroker
+
+        data_dir = broker_dir / "kafka-data"
+        last_port = data_dir / "last-port"
+        if port is None and last_port.is_file():
+            with contextlib.suppress(ValueError):
+                previous = int(last_port.read_text().strip())
+                port = previous if _port_is_free(LOOPBACK, previous) else None
+        info = ApacheKafkaBroker(
+            port=port, data_dir=data_dir, log_dir=broker_dir, state_dir=state_dir, detached=True
+        ).start()
+        last_port.write_text(str(info.port))
+    elif kind == "tansu":
+        info = EmbeddedBroker(port=port, log_dir=broker_dir, detached=True).start()
+    else:
+        raise BrokerError(f"unknown broker kind {kind!r}; expected tansu or kafka")
     path = _record_path(state_dir)
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(asdict(info), indent=2))
@@ -304,19 +338,25 @@ def start_recorded_broker(state_dir: Path, port: int | None = None) -> BrokerInf
     return info
 
 
-def ensure_recorded_broker(state_dir: Path) -> tuple[BrokerInfo, bool]:
-    """Reuse the recorded broker if it is alive, else start one; returns (info, started_now)."""
+def ensure_recorded_broker(state_dir: Path, kind: str = "tansu") -> tuple[BrokerInfo, bool]:
+    """Reuse the recorded broker if it is alive (and of ``kind``), else start one; (info, started_now)."""
     info, alive = broker_status(state_dir)
     if info is not None and alive:
+        if info.kind != kind:
+            raise BrokerError(
+                f"the recorded broker at {info.bootstrap_servers} is {info.kind}, not {kind}; stop it "
+                f"(`streamhouse broker stop`) or set STREAMHOUSE_BROKER_KIND={info.kind}"
+            )
         return info, False
-    return start_recorded_broker(state_dir), True
+    return start_recorded_broker(state_dir, kind=kind), True
 
 
-def stop_recorded_broker(state_dir: Path, timeout_s: float = 10.0) -> BrokerInfo:
+def stop_recorded_broker(state_dir: Path, timeout_s: float | None = None) -> BrokerInfo:
     info = read_record(state_dir)
     if info is None:
-        raise BrokerNotRunningError(f"no embedded broker is recorded under {state_dir}; nothing to stop")
+        raise BrokerNotRunningError(f"no local broker is recorded under {state_dir}; nothing to stop")
     if _pid_alive(info.pid):
-        _terminate(info.pid, timeout_s)
+        # Apache Kafka shuts down in a controlled way (it flushes its logs); give it longer.
+        _terminate(info.pid, timeout_s if timeout_s is not None else (30.0 if info.kind == "kafka" else 10.0))
     _record_path(state_dir).unlink(missing_ok=True)
     return info

@@ -36,13 +36,20 @@ from edge.dsl.options import (
     Produced,
     Repartitioned,
 )
+from edge.dsl.stream_joined import StreamJoined
+from edge.dsl.suppressed import BufferConfig, Suppressed
+from edge.dsl.windowed import SessionWindowedKStream, TimeWindowedKStream
+from edge.dsl.windows import EmitStrategy, JoinWindows, SessionWindows, SlidingWindows, TimeWindows
 
 __all__ = [
     "Branched",
     "BranchedKStream",
+    "BufferConfig",
     "Consumed",
+    "EmitStrategy",
     "GlobalKTable",
     "Grouped",
+    "JoinWindows",
     "Joined",
     "KGroupedStream",
     "KGroupedTable",
@@ -52,5 +59,12 @@ __all__ = [
     "Named",
     "Produced",
     "Repartitioned",
+    "SessionWindowedKStream",
+    "SessionWindows",
+    "SlidingWindows",
+    "StreamJoined",
     "StreamsBuilder",
+    "Suppressed",
+    "TimeWindowedKStream",
+    "TimeWindows",
 ]

@@ -64,7 +64,9 @@ class StreamsBuilder:
         self._claim_topics(topic_list)
         c = consumed or Consumed()
         name = self.names.processor(naming.SOURCE, c.name)
-        node = self.add_node(SourceGraphNode(name, topic_list, c.key_serde, c.value_serde))
+        node = self.add_node(
+            SourceGraphNode(name, topic_list, c.key_serde, c.value_serde, c.timestamp_extractor)
+        )
         return KStream(self, node, c.key_serde, c.value_serde)
 
     def _table_source(
@@ -80,7 +82,7 @@ class StreamsBuilder:
         if is_global:
             spec.logging_enabled = False  # the source topic is the global store's changelog
         node = TableSourceGraphNode(
-            source_name, table_name, topic, c.key_serde, c.value_serde, spec, is_global
+            source_name, table_name, topic, c.key_serde, c.value_serde, spec, is_global, c.timestamp_extractor
         )
         self.add_node(node)
         return node, spec, c

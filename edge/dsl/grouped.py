@@ -93,6 +93,13 @@ class _Grouped:
 class KGroupedStream(_Grouped):
     _PREFIXES = {"aggregate": naming.AGGREGATE, "reduce": naming.REDUCE}
 
+    def windowed_by(self, windows: Any) -> Any:
+        """Aggregate per window: ``TimeWindows`` or ``SlidingWindows`` give a ``TimeWindowedKStream``,
+        ``SessionWindows`` a ``SessionWindowedKStream`` (see :mod:`edge.dsl.windowed`)."""
+        from edge.dsl.windowed import windowed_by
+
+        return windowed_by(self, windows)
+
     def count(self, named: NamedLike = None, materialized: Materialized | str | None = None) -> KTable:
         """Records per key (null keys/values skipped); the store's values default to the long serde."""
         return self._aggregate(

@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from edge.dsl.builder import StreamsBuilder
     from edge.dsl.grouped import KGroupedStream
     from edge.dsl.ktable import GlobalKTable, KTable
+    from edge.dsl.stream_joined import StreamJoined
+    from edge.dsl.windows import JoinWindows
     from edge.processor.api import ProcessorSupplier
     from edge.serde import Serde
 
@@ -299,28 +301,91 @@ class KStream:
     # -- joins ----------------------------------------------------------------------------------------
     def join(
         self,
-        table: KTable | GlobalKTable,
-        joiner: Callable[[Any, Any], Any],
+        other: KStream | KTable | GlobalKTable,
+        joiner: Callable[..., Any],
+        windows: JoinWindows | None = None,
+        stream_joined: StreamJoined | None = None,
         *,
         key_selector: Callable[[Any, Any], Any] | None = None,
         joined: Joined | None = None,
         named: NamedLike = None,
     ) -> KStream:
-        """Inner join with a KTable (same key, co-partitioned) or a GlobalKTable (``key_selector(key,
-        value)`` gives the table key). ``joiner(stream_value, table_value)``; unmatched records drop."""
-        return self._join_table(table, joiner, key_selector, joined, named, left=False)
+        """Inner join.
+
+        * With a KStream: a windowed stream-stream join (``windows``: JoinWindows, required): each record
+          joins the other stream's records of its key within the window; ``joiner(left, right)`` or
+          ``joiner(key, left, right)`` (Kafka's ValueJoinerWithKey, chosen when it takes three required
+          arguments); the result carries the later timestamp. ``stream_joined`` names serdes, processors
+          and stores.
+        * With a KTable (same key, co-partitioned) or a GlobalKTable (``key_selector(key, value)`` gives
+          the table key): ``joiner(stream_value, table_value)``; unmatched records drop."""
+        if isinstance(other, KStream):
+            return self._join_stream(
+                other, joiner, windows, stream_joined, named, (key_selector, joined), False, False
+            )
+        self._no_stream_options("join", windows, stream_joined)
+        return self._join_table(other, joiner, key_selector, joined, named, left=False)
 
     def left_join(
         self,
-        table: KTable | GlobalKTable,
-        joiner: Callable[[Any, Any], Any],
+        other: KStream | KTable | GlobalKTable,
+        joiner: Callable[..., Any],
+        windows: JoinWindows | None = None,
+        stream_joined: StreamJoined | None = None,
         *,
         key_selector: Callable[[Any, Any], Any] | None = None,
         joined: Joined | None = None,
         named: NamedLike = None,
     ) -> KStream:
-        """Like ``join`` but unmatched records call ``joiner(stream_value, None)``."""
-        return self._join_table(table, joiner, key_selector, joined, named, left=True)
+        """Like ``join``, but a record of this stream without a match still gives ``joiner(value, None)``:
+        with a table at once; with a stream once its window has closed (stream time past
+        ``timestamp + after + grace``), and only if no match arrived by then."""
+        if isinstance(other, KStream):
+            return self._join_stream(
+                other, joiner, windows, stream_joined, named, (key_selector, joined), True, False
+            )
+        self._no_stream_options("left_join", windows, stream_joined)
+        return self._join_table(other, joiner, key_selector, joined, named, left=True)
+
+    def outer_join(
+        self,
+        other: KStream,
+        joiner: Callable[..., Any],
+        windows: JoinWindows,
+        stream_joined: StreamJoined | None = None,
+    ) -> KStream:
+        """Windowed stream-stream outer join: like ``left_join`` for both sides (``joiner(None, right)``
+        for a right record that found no left one within its closed window)."""
+        if not isinstance(other, KStream):
+            raise TopologyError(f"outer_join(): expected a KStream, got {type(other).__name__}")
+        return self._join_stream(other, joiner, windows, stream_joined, None, (None, None), True, True)
+
+    def _join_stream(
+        self,
+        other: KStream,
+        joiner: Callable[..., Any],
+        windows: JoinWindows | None,
+        stream_joined: StreamJoined | None,
+        named: NamedLike,
+        table_options: tuple[Any, Any],
+        left_outer: bool,
+        right_outer: bool,
+    ) -> KStream:
+        from edge.dsl.stream_joined import stream_stream_join
+
+        if named is not None or any(o is not None for o in table_options):
+            raise TopologyError(
+                "a stream-stream join takes no named/key_selector/joined; "
+                "name it with StreamJoined.with_name()"
+            )
+        return stream_stream_join(
+            self, other, joiner, windows, stream_joined, left_outer=left_outer, right_outer=right_outer
+        )
+
+    @staticmethod
+    def _no_stream_options(op: str, windows: Any, stream_joined: Any) -> None:
+        if windows is not None or stream_joined is not None:
+            raise TopologyError(f"{op}(): JoinWindows and StreamJoined are for joins with a KStream")
 
     def _join_table(
         self,

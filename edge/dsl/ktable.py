@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from edge.dsl.builder import StreamsBuilder
     from edge.dsl.grouped import KGroupedTable
     from edge.dsl.kstream import KStream
+    from edge.dsl.suppressed import Suppressed
     from edge.serde import Serde
 
 NamedLike = Named | str | None
@@ -163,6 +164,13 @@ class KTable:
         name = self._builder.names.processor(naming.KTABLE_TOSTREAM, name_of(named))
         node = self._builder.add_node(ProcessorGraphNode(name, [self._node], ops.KTableToStream))
         return KStream(self._builder, node, self.key_serde, self.value_serde)
+
+    def suppress(self, suppressed: Suppressed) -> KTable:
+        """Hold updates back: final results per window (``Suppressed.until_window_closes``) or at most
+        one update per key per time limit (``Suppressed.until_time_limit``). See edge.dsl.suppressed."""
+        from edge.dsl.suppressed import suppress
+
+        return suppress(self, suppressed)
 
     def group_by(
         self, selector: Callable[[Any, Any], tuple[Any, Any]], grouped: Grouped | None = None

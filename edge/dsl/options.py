@@ -15,6 +15,18 @@ from edge.processor.node import StreamPartitioner
 from edge.serde import Serde
 
 
+class _class_or_instance:
+    """A method callable on the class (gets the class) or on an instance (gets the instance)."""
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.fn = fn
+        self.__doc__ = fn.__doc__
+
+    def __get__(self, obj: Any, owner: type) -> Callable[..., Any]:
+        target = owner if obj is None else obj
+        return lambda *args, **kwargs: self.fn(target, *args, **kwargs)
+
+
 class _Options:
     def _with(self, **changes: Any) -> Any:
         return dataclasses.replace(self, **changes)  # type: ignore[type-var]
@@ -42,13 +54,20 @@ def name_of(named: Named | str | None) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class Consumed(_Options):
+    """How a source reads its topics: serdes, processor name, and the timestamp extractor (any of
+    :mod:`edge.processor.timestamps`, or a callable ``(record, partition_time) -> int``; None = the config's
+    ``default_timestamp_extractor``, else the record timestamp)."""
+
     key_serde: Serde | None = None
     value_serde: Serde | None = None
     name: str | None = None
+    timestamp_extractor: Any = None
 
     @classmethod
-    def with_(cls, key_serde: Serde | None, value_serde: Serde | None) -> Consumed:
-        return cls(key_serde, value_serde)
+    def with_(
+        cls, key_serde: Serde | None, value_serde: Serde | None, timestamp_extractor: Any = None
+    ) -> Consumed:
+        return cls(key_serde, value_serde, timestamp_extractor=timestamp_extractor)
 
     @classmethod
     def as_(cls, name: str) -> Consumed:
@@ -56,6 +75,20 @@ class Consumed(_Options):
 
     def with_name(self, name: str) -> Consumed:
         return self._with(name=name)
+
+    def with_key_serde(self, serde: Serde) -> Consumed:
+        return self._with(key_serde=serde)
+
+    def with_value_serde(self, serde: Serde) -> Consumed:
+        return self._with(value_serde=serde)
+
+    @_class_or_instance
+    def with_timestamp_extractor(self_or_cls: Any, extractor: Any) -> Consumed:
+        """``Consumed.with_timestamp_extractor(x)`` (Kafka's static ``Consumed.with(extractor)``) or, on an
+        instance, a copy with ``x``: ``Consumed.with_(k, v).with_timestamp_extractor(x)``."""
+        if isinstance(self_or_cls, type):
+            return self_or_cls(timestamp_extractor=extractor)
+        return self_or_cls._with(timestamp_extractor=extractor)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +121,8 @@ class Materialized(_Options):
     persistent: bool = True
     caching_enabled: bool = True
     logging_enabled: bool = True
+    #: window/session stores only: how long windows are kept (None = size + grace, as Kafka)
+    retention_ms: int | None = None
 
     @classmethod
     def as_(cls, store_name: str) -> Materialized:
@@ -114,6 +149,18 @@ class Materialized(_Options):
 
     def in_memory(self) -> Materialized:
         return self._with(persistent=False)
+
+    def with_retention(self, retention: Any) -> Materialized:
+        """How long a window or session store keeps windows (int ms or ``timedelta``; Kafka's
+        ``withRetention``). It must cover size + grace (sessions: gap + grace; sliding windows:
+        2 * time difference + grace): a shorter one is an error when the aggregation is defined.
+        Key-value stores ignore it."""
+        from edge.dsl.windows import to_millis
+
+        ms = to_millis(retention, "retention")
+        if ms < 0:
+            raise TopologyError(f"retention must not be negative, got {ms} ms")
+        return self._with(retention_ms=ms)
 
 
 def materialized_of(m: Materialized | str | None) -> Materialized:

@@ -401,6 +401,8 @@ class _Handler(BaseHTTPRequestHandler):
             raise HttpError(404, f"no such endpoint {url.path!r}")
         except HttpError as exc:
             self._json(exc.status, {"error": exc.message, **exc.extra})
+        except win.NotQueryableError as exc:
+            self._json(400, {"error": str(exc)})
         except TimeoutError:
             self._json(503, {"error": "the stream thread is busy (restoring or rebalancing); retry"})
         except Exception as exc:

@@ -11,6 +11,7 @@ import struct
 from typing import Any
 
 from edge.serde.windowed import MAX_TIME, Windowed
+from edge.state.suppression_buffer import SuppressionBuffer
 from edge.state.window import MeteredSessionStore, MeteredWindowStore
 
 TIME_PARAMS = ("from", "to")
@@ -19,7 +20,16 @@ SCAN_TIME_PARAMS = ("time_from", "time_to")
 _START = struct.Struct(">q")
 
 
+class NotQueryableError(Exception):
+    """A store that holds no queryable table (a suppression buffer)."""
+
+
 def store_kind(store: Any) -> str:
+    if isinstance(store, SuppressionBuffer):
+        raise NotQueryableError(
+            f"store {store.name!r} is the buffer of KTable.suppress(): it holds records waiting to be "
+            f"emitted, not a table; query the store of the table upstream of suppress()"
+        )
     if isinstance(store, MeteredWindowStore):
         return "window"
     if isinstance(store, MeteredSessionStore):

@@ -26,6 +26,8 @@ class Cancellable(Protocol):
 
 
 Punctuator = Callable[[int], None]
+#: ``listener(stream_time)``: see :meth:`ProcessorContext.register_stream_time_listener`
+StreamTimeListener = Callable[[int], None]
 
 
 class ProcessorContext(Protocol):
@@ -69,6 +71,23 @@ class ProcessorContext(Protocol):
 
     def schedule(self, interval_ms: int, kind: PunctuationType, punctuator: Punctuator) -> Cancellable:
         """Call ``punctuator(timestamp)`` every ``interval_ms`` of stream or wall-clock time."""
+
+    def register_stream_time_listener(self, listener: StreamTimeListener) -> Cancellable:
+        """Call ``listener(stream_time)`` whenever the task's stream time advances *without* a record.
+
+        Stream time (the largest record timestamp the task has processed) normally moves only when a
+        record arrives, and a processor sees that record in ``process`` (``context.stream_time`` is
+        already updated then). It can also move with no record: the ``idle.stream.time.advance.ms``
+        extension (a quiet task's stream time follows the wall clock) and the TopologyTestDriver's
+        ``advance_wall_clock_time`` under that setting. Processors that emit when stream time passes a
+        boundary -- windowed aggregations with emit-final, suppress, stream-stream join outer results --
+        register here (in ``init``) to close windows then too. The listener runs on the task's thread
+        like ``process``, may ``forward`` (records get the listener's timestamp as context timestamp),
+        and is called before the stream-time punctuators due at that time. Errors go to the processing
+        exception handler. ``cancel()`` the returned handle to unregister. In the runtime an idle task's
+        stream time advances at most once per poll-loop iteration (every ``poll.ms``), so keep the
+        listener cheap when there is nothing to close.
+        """
 
     def commit(self) -> None:
         """Ask the runtime to commit soon (after this record)."""

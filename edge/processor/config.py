@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from edge.processor.handlers import ExceptionHandler, LogAndFailHandler
 from edge.serde import Serde, Serdes
@@ -32,3 +33,25 @@ class StreamsConfig:
     #: write; matters for stores without the record cache (with it, writes are collapsed already).
     #: Off by default: with it the changelog holds fewer records than writes (restores count fewer).
     changelog_collapse: bool = False
+    #: extractor for sources without their own (``Consumed.with_timestamp_extractor``); None = the record
+    #: timestamp, failing on negative ones (Kafka's ``FailOnInvalidTimestamp``). See
+    #: :mod:`edge.processor.timestamps` (instances, classes, names such as ``"log_and_skip"`` or callables).
+    default_timestamp_extractor: Any = None
+    #: Kafka's ``max.task.idle.ms``: how long a task with several input partitions waits for an empty
+    #: partition that is caught up before processing the others (0: not at all, but still wait for data
+    #: known to be on its way; -1: never wait). Applies to the runtime and the TopologyTestDriver.
+    max_task_idle_ms: int = 0
+    #: NOT Kafka Streams (an opt-in extension): after this much wall-clock time without a record, a task's
+    #: stream time advances with the wall clock (stream-time punctuators and stream-time listeners fire),
+    #: so windows on a quiet partition close. -1 (default): stream time moves with records only.
+    idle_stream_time_advance_ms: int = -1
+    #: Kafka's internal ``emit.interval.ms.kstreams.outer.join.spurious.results.fix``: at most one scan of a
+    #: left/outer stream-stream join's waiting records per this much wall-clock time (a cost throttle; it
+    #: delays non-joined results, never changes them). None = Kafka's defaults: 1000 ms in the runtime, 0
+    #: (every record) in the TopologyTestDriver, so tests see results as soon as stream time allows.
+    emit_interval_ms_kstreams_outer_join_spurious_results_fix: int | None = None
+    #: Kafka's internal ``emit.interval.ms.kstreams.windowed.aggregation``: at most one check for closed
+    #: windows of an emit-on-window-close aggregation per this much wall-clock time (a cost throttle; it
+    #: delays final results, never changes them). None = Kafka's defaults: 1000 ms in the runtime, 0 (every
+    #: record) in the TopologyTestDriver.
+    emit_interval_ms_kstreams_windowed_aggregation: int | None = None

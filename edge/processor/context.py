@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from edge.errors import TopologyError
-from edge.processor.api import Cancellable, PunctuationType, Punctuator
+from edge.processor.api import Cancellable, PunctuationType, Punctuator, StreamTimeListener
 from edge.processor.record import Headers, Record
 
 if TYPE_CHECKING:
@@ -72,6 +72,10 @@ class NodeContext:
 
     def schedule(self, interval_ms: int, kind: PunctuationType, punctuator: Punctuator) -> Cancellable:
         return self._task.schedule(self, interval_ms, kind, punctuator)
+
+    def register_stream_time_listener(self, listener: StreamTimeListener) -> Cancellable:
+        """See :meth:`edge.processor.api.ProcessorContext.register_stream_time_listener`."""
+        return self._task.register_stream_time_listener(self, listener)
 
     def commit(self) -> None:
         self._task.commit_requested = True

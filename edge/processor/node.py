@@ -27,6 +27,9 @@ class SourceNode:
     key_serde: Serde
     value_serde: Serde
     children: list[str] = field(default_factory=list)
+    #: the source's timestamp extractor (:mod:`edge.processor.timestamps`), resolved; None = the record
+    #: timestamp, failing on negative ones
+    timestamp_extractor: Any = None
 
 
 @dataclass(slots=True)

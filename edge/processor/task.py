@@ -5,10 +5,12 @@ Driving a task::
 
     task = StreamTask(task_id("0", p), topology.build_processor_topology(0, config), config, collector,
                       changelog_sink, partition=p, global_stores=global_task.stores)
-    task.initialize()                       # opens stores, inits processors
+    task.initialize()                       # opens stores, inits processors (the runtime:
+                                            # initialize_stores(), restore, initialize_processors())
     task.process(topic, partition, offset, timestamp, key_bytes, value_bytes, headers)   # per record
     task.punctuate_stream_time()            # after each record (cheap when nothing is scheduled)
     task.punctuate_wall_clock(now_ms)       # from the poll loop
+    task.maybe_advance_idle_stream_time(now_ms)   # from the poll loop (idle.stream.time.advance.ms)
     offsets = task.commit_prepare()         # flush stores (cache -> forward + changelog); then commit offsets
     task.close()
 """
@@ -23,11 +25,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from edge.errors import SerdeError, TopologyError
-from edge.processor.api import PunctuationType, Punctuator
+from edge.processor.api import PunctuationType, Punctuator, StreamTimeListener
 from edge.processor.context import NodeContext
 from edge.processor.handlers import ErrorAction, ErrorContext, ErrorKind, ProcessingFailed
 from edge.processor.punctuation import PunctuationQueue, PunctuationSchedule
 from edge.processor.record import Headers, Record, RecordMetadata
+from edge.processor.timestamps import ConsumedRecord, FailOnInvalidTimestamp, is_record_timestamp
 from edge.state import StoreContext, StoreMetrics
 
 if TYPE_CHECKING:
@@ -46,24 +49,89 @@ def task_id(subtopology: int | str, partition: int) -> str:
     return f"{subtopology}_{partition}"
 
 
+class _Listener:
+    """A registered stream-time listener; ``cancel()`` unregisters it."""
+
+    __slots__ = ("callback", "cancelled", "node")
+
+    def __init__(self, node: NodeContext, callback: StreamTimeListener) -> None:
+        self.node = node
+        self.callback = callback
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
 def _wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-class _Source:
-    __slots__ = ("children", "forward", "key_de", "name", "value_de")
+_DEFAULT_EXTRACTOR = FailOnInvalidTimestamp()
 
-    def __init__(self, name: str, key_de: Any, value_de: Any, children: tuple) -> None:
+
+class _Source:
+    __slots__ = ("children", "custom_extractor", "extractor", "forward", "key_de", "name", "value_de")
+
+    def __init__(self, name: str, key_de: Any, value_de: Any, children: tuple, extractor: Any = None) -> None:
         self.name = name
         self.key_de = key_de
         self.value_de = value_de
         self.children = children
+        #: False for the default extractor: the task then calls it only for a negative record timestamp
+        self.custom_extractor = not is_record_timestamp(extractor)
+        self.extractor = _DEFAULT_EXTRACTOR if extractor is None else extractor
         #: the only child's ``process`` itself when there is one (one call less per record)
         self.forward: Callable[[Record], None] = children[0] if len(children) == 1 else self._forward_all
 
     def _forward_all(self, record: Record) -> None:
         for child in self.children:
             child(record)
+
+
+class StampedRecord:
+    """A source record deserialized and timestamped, waiting in a partition queue to be processed."""
+
+    __slots__ = (
+        "headers",
+        "key",
+        "key_bytes",
+        "offset",
+        "partition",
+        "source",
+        "timestamp",
+        "topic",
+        "value",
+        "value_bytes",
+    )
+
+    def __init__(
+        self,
+        source: Any,
+        topic: str,
+        partition: int,
+        offset: int,
+        timestamp: int,
+        key: Any,
+        value: Any,
+        headers: Headers | None,
+        key_bytes: bytes | None,
+        value_bytes: bytes | None,
+    ) -> None:
+        self.source = source
+        self.topic = topic
+        self.partition = partition
+        self.offset = offset
+        self.timestamp = timestamp
+        self.key = key
+        self.value = value
+        self.headers = headers
+        self.key_bytes = key_bytes
+        self.value_bytes = value_bytes
+
+    def __repr__(self) -> str:
+        where = f"{self.topic}-{self.partition}@{self.offset}"
+        return f"StampedRecord({where}, timestamp={self.timestamp}, key={self.key!r})"
 
 
 class StreamTask:
@@ -98,10 +166,19 @@ class StreamTask:
         self._sources: dict[str, _Source] = {}
         self._stream_punctuations = PunctuationQueue()
         self._wall_punctuations = PunctuationQueue()
+        self._stream_time_listeners: list[_Listener] = []
+        #: per source topic: the largest timestamp a custom extractor returned (its ``partition_time``)
+        self._partition_time: dict[str, int] = {}
+        #: records dropped for a negative extracted timestamp (Kafka's dropped-records metric)
+        self.dropped_records = 0
+        self._idle_advance_ms: int = getattr(config, "idle_stream_time_advance_ms", -1)
+        #: (offsets seen, wall clock then, stream time then) at the last record, for the idle advance
+        self._idle_mark: tuple[dict[str, int], int, int] | None = None
         self._deser_handler = config.deserialization_exception_handler.handle
         self._proc_handler = config.processing_exception_handler.handle
         self._node_names: dict[int, str] = {}
         self._initialized = False
+        self._stores_open = False
         self._closed = False
 
     @property
@@ -115,23 +192,48 @@ class StreamTask:
 
     # -- lifecycle ------------------------------------------------------------------------------------
     def initialize(self) -> None:
-        """Open the stores, then init processors; on failure the stores opened so far are closed."""
-        if self._initialized:
+        """Open the stores, then init processors (the test driver; the runtime restores in between)."""
+        self.initialize_stores()
+        self.initialize_processors()
+
+    def initialize_stores(self) -> None:
+        """Open every store; on failure the stores opened so far are closed.
+
+        The runtime restores the stores from their changelogs after this and only then calls
+        :meth:`initialize_processors`, as Kafka Streams does: a processor may read its stores in ``init``
+        (emit-final aggregations read what they emitted last) and must see the restored state.
+        """
+        if self._stores_open:
             return
         try:
-            self._initialize()
+            self._open_stores()
         except BaseException:
-            for store in self.stores.values():
-                try:
-                    store.close()
-                except Exception:
-                    log.exception("closing store %s of task %s after a failed init", store.name, self.id)
-            self.stores.clear()
-            self._closed = True
+            self._close_stores_after_failure()
+            raise
+        self._stores_open = True
+
+    def initialize_processors(self) -> None:
+        if self._initialized:
+            return
+        if not self._stores_open:
+            self.initialize_stores()
+        try:
+            self._init_processors()
+        except BaseException:
+            self._close_stores_after_failure()
             raise
         self._initialized = True
 
-    def _initialize(self) -> None:
+    def _close_stores_after_failure(self) -> None:
+        for store in self.stores.values():
+            try:
+                store.close()
+            except Exception:
+                log.exception("closing store %s of task %s after a failed init", store.name, self.id)
+        self.stores.clear()
+        self._closed = True
+
+    def _open_stores(self) -> None:
         pt = self.topology
         state_dir = self.config.state_dir
         if state_dir is None and any(b.persistent for b in pt.stores.values()):
@@ -159,6 +261,9 @@ class StreamTask:
                 )
             )
             self.stores[name] = store
+
+    def _init_processors(self) -> None:
+        pt = self.topology
         processes = {spec.name: spec.processor.process for spec in pt.processors}
         self._node_names = {id(spec.processor): spec.name for spec in pt.processors}
         contexts = [
@@ -171,6 +276,7 @@ class StreamTask:
                 src.key_serde.deserialize,
                 src.value_serde.deserialize,
                 tuple(processes[c] for c in src.children),
+                getattr(src, "timestamp_extractor", None),
             )
             for topic in src.topics:
                 self._sources[topic] = source
@@ -259,6 +365,11 @@ class StreamTask:
                 exc = exc.with_position(topic=topic, partition=partition, offset=offset)
             self._handle(ErrorKind.DESERIALIZATION, exc, source.name)
             return
+        if timestamp < 0 or source.custom_extractor:
+            timestamp = self._extract(source, topic, partition, offset, timestamp, k, v, headers)
+            if timestamp < 0:
+                return
+            meta.timestamp = timestamp
         if timestamp > self.stream_time:
             self.stream_time = timestamp
         record = _new(Record)  # Record(k, v, timestamp, headers) without the __init__ frame
@@ -325,6 +436,127 @@ class StreamTask:
                 self.punctuate_stream_time()
         return n
 
+    def _extract(
+        self,
+        source: _Source,
+        topic: str,
+        partition: int,
+        offset: int,
+        timestamp: int,
+        key: Any,
+        value: Any,
+        headers: Headers | None,
+    ) -> int:
+        """Run the source's timestamp extractor; -1 when the record is to be dropped.
+
+        A negative result drops the record with a warning (counted in ``dropped_records``), as Kafka's
+        RecordQueue does; an exception goes to the deserialization handler (fail: ``ProcessingFailed``)."""
+        partition_time = self._partition_time.get(topic, -1)
+        try:
+            ts = source.extractor.extract(
+                ConsumedRecord(topic, partition, offset, timestamp, key, value, headers), partition_time
+            )
+            if ts.__class__ is not int:
+                from edge.processor.timestamps import to_epoch_ms
+
+                ts = to_epoch_ms(ts)
+        except ProcessingFailed:
+            raise
+        except Exception as exc:
+            self.dropped_records += 1
+            self._handle(ErrorKind.DESERIALIZATION, exc, source.name)
+            return -1
+        if ts < 0:
+            log.warning(
+                "skipping record due to negative extracted timestamp: topic=%s partition=%d offset=%d "
+                "extracted timestamp=%d extractor=%s (task %s)",
+                topic,
+                partition,
+                offset,
+                ts,
+                type(source.extractor).__name__,
+                self.id,
+            )
+            self.dropped_records += 1
+            return -1
+        if ts > partition_time:
+            self._partition_time[topic] = ts
+        return ts
+
+    # -- records through a partition group (tasks with several input partitions) ----------------------
+    def stamp(self, msg: Any) -> StampedRecord | None:
+        """Deserialize one source record and extract its timestamp, for a partition queue's head (Kafka's
+        ``RecordQueue.updateHead``). ``msg``: a confluent_kafka ``Message`` or a tuple as in
+        :meth:`process_batch`. None when the record is skipped (error handler said continue, or a negative
+        extracted timestamp); its offset then counts as processed."""
+        if msg.__class__ is tuple:
+            topic, partition, offset, timestamp, key, value, headers = msg
+        else:
+            topic = msg.topic()
+            partition = msg.partition()
+            offset = msg.offset()
+            timestamp = msg.timestamp()[1]
+            key = msg.key()
+            value = msg.value()
+            headers = msg.headers()
+        source = self._sources.get(topic)
+        if source is None:
+            raise TopologyError(
+                f"task {self.id} does not consume topic {topic!r} (it reads {self.source_topics})"
+            )
+        meta = self.meta
+        meta.topic = topic
+        meta.partition = partition
+        meta.offset = offset
+        meta.timestamp = timestamp
+        meta.key_bytes = key
+        meta.value_bytes = value
+        meta.headers = headers
+        try:
+            k = source.key_de(topic, key)
+            v = source.value_de(topic, value)
+        except Exception as exc:
+            if isinstance(exc, SerdeError):
+                exc = exc.with_position(topic=topic, partition=partition, offset=offset)
+            self._offsets[topic] = offset
+            self._handle(ErrorKind.DESERIALIZATION, exc, source.name)
+            return None
+        if timestamp < 0 or source.custom_extractor:
+            timestamp = self._extract(source, topic, partition, offset, timestamp, k, v, headers)
+            if timestamp < 0:
+                self._offsets[topic] = offset
+                return None
+        return StampedRecord(source, topic, partition, offset, timestamp, k, v, headers, key, value)
+
+    def process_stamped(self, rec: StampedRecord) -> None:
+        """Process a record :meth:`stamp` prepared (then fire due stream-time punctuators)."""
+        meta = self.meta
+        topic = rec.topic
+        timestamp = rec.timestamp
+        meta.topic = topic
+        meta.partition = rec.partition
+        meta.offset = rec.offset
+        meta.timestamp = timestamp
+        meta.key_bytes = rec.key_bytes
+        meta.value_bytes = rec.value_bytes
+        meta.headers = rec.headers
+        self._offsets[topic] = rec.offset
+        if timestamp > self.stream_time:
+            self.stream_time = timestamp
+        record = _new(Record)
+        record.key = rec.key
+        record.value = rec.value
+        record.timestamp = timestamp
+        record.headers = rec.headers
+        try:
+            rec.source.forward(record)
+        except ProcessingFailed:
+            raise
+        except Exception as exc:
+            self._handle(ErrorKind.PROCESSING, exc, self._failing_node(exc))
+        if self._stream_punctuations._schedules:
+            self.punctuate_stream_time()
+
     def _failing_node(self, exc: BaseException) -> str | None:
         """The innermost processor on the traceback: found after the fact, so the per-record path
         carries no bookkeeping of the current node."""
@@ -370,6 +602,64 @@ class StreamTask:
             return self._stream_punctuations.add(PunctuationSchedule(node, interval_ms, punctuator, 0))
         start = self.wall_clock_time + interval_ms
         return self._wall_punctuations.add(PunctuationSchedule(node, interval_ms, punctuator, start))
+
+    # -- stream time without records ------------------------------------------------------------------
+    def register_stream_time_listener(self, node: NodeContext, callback: StreamTimeListener) -> _Listener:
+        listener = _Listener(node, callback)
+        self._stream_time_listeners.append(listener)
+        return listener
+
+    def advance_stream_time(self, new_time: int) -> bool:
+        """Move stream time forward without a record: call the stream-time listeners, then fire due
+        stream-time punctuators. False (nothing done) unless ``new_time`` is past the stream time."""
+        if new_time <= self.stream_time:
+            return False
+        self.stream_time = new_time
+        listeners = self._stream_time_listeners
+        if listeners:
+            meta = self.meta
+            for listener in list(listeners):
+                if listener.cancelled:
+                    listeners.remove(listener)
+                    continue
+                meta.topic, meta.offset, meta.timestamp, meta.headers = None, -1, new_time, None
+                meta.key_bytes = meta.value_bytes = None
+                try:
+                    listener.callback(new_time)
+                except ProcessingFailed:
+                    raise
+                except Exception as exc:
+                    self._handle(ErrorKind.PROCESSING, exc, listener.node.node_name)
+        self.punctuate_stream_time()
+        return True
+
+    def maybe_advance_idle_stream_time(self, now_ms: int) -> bool:
+        """The ``idle.stream.time.advance.ms`` extension (not Kafka Streams): once the task has processed
+        no record for that long of wall-clock time, stream time = stream time at the last record +
+        wall-clock time elapsed since. Call it regularly (the poll loop does); it notes the wall-clock
+        time of the last record itself. Nothing happens before the first record (no stream time yet)."""
+        target = self.idle_stream_time_target(now_ms)
+        return target >= 0 and self.advance_stream_time(target)
+
+    def idle_stream_time_target(self, now_ms: int) -> int:
+        """The stream time :meth:`maybe_advance_idle_stream_time` would move to now, or -1 (not due);
+        lets the runtime open a transaction first."""
+        idle = self._idle_advance_ms
+        if idle < 0 or self.stream_time < 0:
+            return -1
+        mark = self._idle_mark
+        offsets = self._offsets
+        if mark is None or mark[0] != offsets:
+            self._idle_mark = (dict(offsets), now_ms, self.stream_time)
+            return -1
+        elapsed = now_ms - mark[1]
+        if elapsed < idle or mark[2] + elapsed <= self.stream_time:
+            return -1
+        return mark[2] + elapsed
+
+    @property
+    def idle_stream_time_advance(self) -> bool:
+        return self._idle_advance_ms >= 0
 
     def punctuate_stream_time(self) -> bool:
         if not self._stream_punctuations._schedules or self.stream_time < 0:

@@ -21,8 +21,14 @@ persisted in the state dir; names the transactional.id), ``cache.max.bytes.buffe
 one per write), ``max.poll.records``, ``poll.ms``, ``restore.batch.records``, ``restore.timeout.ms``,
 ``metadata.interval.ms``, ``transaction.timeout.ms``, ``default.deserialization.exception.handler`` /
 ``default.processing.exception.handler`` (fail | continue | dlq), ``errors.dead.letter.queue.topic.name``,
-``uncaught.exception.response`` (shutdown_client | shutdown_application | replace_thread), and
-``consumer.<prop>`` / ``producer.<prop>`` for librdkafka overrides.
+``uncaught.exception.response`` (shutdown_client | shutdown_application | replace_thread),
+``default.timestamp.extractor`` (record | log_and_skip | use_partition_time | wallclock | field:<name>;
+see :mod:`edge.processor.timestamps`), ``max.task.idle.ms`` (default 0; a task reading several
+partitions processes the lowest timestamp first and waits this long for an empty caught-up partition;
+-1 never waits), ``buffered.records.per.partition`` (1000), ``idle.stream.time.advance.ms`` (default -1
+= off; an extension beyond Kafka Streams: a task quiet for this long of wall-clock time advances its
+stream time with the wall clock, so windows on quiet partitions close), and ``consumer.<prop>`` /
+``producer.<prop>`` for librdkafka overrides.
 
 Internal topics: ``<application.id>-<store>-changelog`` (compacted, one partition per task),
 ``<application.id>-<name>`` repartition topics, ``<application.id>-instances`` (who hosts what, for

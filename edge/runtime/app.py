@@ -1,5 +1,11 @@
 """StreamsApp: runs a topology against Kafka (Kafka Streams' ``KafkaStreams`` for one instance).
 
+This module holds the lifecycle: the public API, setup (clients, internal topics, handlers) and the
+stream thread's outer loop. The rest of the class lives beside it, one job per module, as mixins:
+:mod:`edge.runtime.processing` (the poll loop), :mod:`edge.runtime.record_order` (which task processes
+which record, in what order), :mod:`edge.runtime.rebalance` (rebalance callbacks) and
+:mod:`edge.runtime.shutdown` (failures and shutdown); :mod:`edge.runtime.signals` handles SIGTERM/SIGINT.
+
 One instance = one stream thread (this module's loop) + one HTTP thread (interactive queries and
 ``/metrics``) + one metadata thread. The loop owns every task, store, consumer and producer; the HTTP
 thread never touches a store directly -- it submits queries that the loop runs between batches, so
@@ -12,18 +18,16 @@ assignor), so partition *p* of co-partitioned topics lands on the same instance;
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import queue
 import threading
-import time
 import uuid
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Producer
 
 from edge.errors import StreamhouseError
 from edge.kafka import BrokerProfile
@@ -31,24 +35,25 @@ from edge.processor.config import StreamsConfig as TaskConfig
 from edge.processor.handlers import (
     DeadLetterQueueHandler,
 )
-from edge.processor.task import StreamTask
-from edge.runtime.commit import Committer, ProducerFencedError, TransactionAbortedError
+from edge.runtime.commit import Committer, ProducerFencedError
 from edge.runtime.config import (
     REPLACE_THREAD,
-    SHUTDOWN_APPLICATION,
-    SHUTDOWN_CLIENT,
     StreamsConfig,
     StreamsConfigError,
 )
 from edge.runtime.global_state import GlobalState
 from edge.runtime.metadata import InstanceInfo, MetadataService
-from edge.runtime.producer import KafkaCollector, is_fenced
-from edge.runtime.restore import ChangelogReader, RestoreProgress
-from edge.runtime.standby import StandbyManager, standby_wanted
+from edge.runtime.processing import ProcessingLoop
+from edge.runtime.producer import KafkaCollector
+from edge.runtime.rebalance import RebalanceCallbacks
+from edge.runtime.record_order import RecordRouter
+from edge.runtime.restore import ChangelogReader
+from edge.runtime.shutdown import FailureAndShutdown
+from edge.runtime.standby import StandbyManager
 from edge.runtime.state import Lifecycle, State, StateListener
-from edge.runtime.statedir import lock_state_dir, persisted_instance_id, unlock_state_dir
+from edge.runtime.statedir import lock_state_dir, persisted_instance_id
 from edge.runtime.stats import CountingHandler, RuntimeStats, build_handler
-from edge.runtime.tasks import TaskFactory, TaskKey, TaskRegistry
+from edge.runtime.tasks import TaskFactory, TaskRegistry
 from edge.runtime.topics import TopicPlan, ensure_internal_topics, metadata_topic_name, plan_topics
 
 log = logging.getLogger(__name__)
@@ -69,7 +74,7 @@ def resolve_topology(obj: Any) -> Any:
     )
 
 
-class StreamsApp:
+class StreamsApp(ProcessingLoop, RebalanceCallbacks, FailureAndShutdown):
     def __init__(self, topology: Any, config: StreamsConfig | Mapping[str, Any], **objects: Any) -> None:
         if not isinstance(config, StreamsConfig):
             config = StreamsConfig.from_mapping(config, **objects)
@@ -197,6 +202,15 @@ class StreamsApp:
             "state_dir": Path(cfg.state_dir),
             "commit_interval_ms": cfg.effective_commit_interval_ms,
             "changelog_collapse": cfg.changelog_collapse,
+            "default_timestamp_extractor": cfg.default_timestamp_extractor,
+            "max_task_idle_ms": cfg.max_task_idle_ms,
+            "idle_stream_time_advance_ms": cfg.idle_stream_time_advance_ms,
+            "emit_interval_ms_kstreams_outer_join_spurious_results_fix": (
+                cfg.emit_interval_ms_kstreams_outer_join_spurious_results_fix
+            ),
+            "emit_interval_ms_kstreams_windowed_aggregation": (
+                cfg.emit_interval_ms_kstreams_windowed_aggregation
+            ),
         }
         if cfg.default_key_serde is not None:
             task_kwargs["default_key_serde"] = cfg.default_key_serde
@@ -245,6 +259,11 @@ class StreamsApp:
                 **dict(cfg.consumer_overrides),
             },
         )
+        if cfg.max_task_idle_ms >= 0 and any(
+            len(st.source_topics) > 1 for st in self.plan.subtopologies.values()
+        ):
+            # tasks reading several partitions learn "caught up" (lag 0) from end-of-partition events
+            main_conf["enable.partition.eof"] = True
         self.consumer = Consumer(main_conf)
         self.reader = ChangelogReader(
             self._aux_consumer_conf("restore"),
@@ -253,7 +272,13 @@ class StreamsApp:
             silent_ahead_s=5.0 if cfg.broker_profile == BrokerProfile.EMBEDDED else None,
         )
         self.global_state = None
-        self.registry = TaskRegistry(self.plan.subtopology_of_topic())
+        self.registry = TaskRegistry(self.plan.subtopology_of_topic(), cfg.max_task_idle_ms)
+        self.router = RecordRouter(
+            self.registry,
+            self._consumer_error,
+            lambda: getattr(self, "consumer", None),
+            buffered_per_partition=cfg.buffered_records_per_partition,
+        )
         self.committer = Committer(
             self.consumer, self.producer, self.collector, exactly_once=cfg.exactly_once
         )
@@ -405,449 +430,6 @@ class StreamsApp:
         finally:
             self.restoring = False
             self.stats.restores.extend(self.global_state.progress)
-
-    def _loop(self) -> None:
-        cfg = self.config
-        consumer = self.consumer
-        registry = self.registry
-        assert registry is not None
-        stats = self.stats
-        committer = self.committer
-        eos = cfg.exactly_once
-        max_records = cfg.max_poll_records
-        poll_s = cfg.poll_ms / 1000
-        interval_s = cfg.effective_commit_interval_ms / 1000
-        next_commit = time.monotonic() + interval_s
-        next_housekeeping = 0.0
-        uncommitted = 0
-        perf = time.perf_counter
-        while not self._stop.is_set():
-            msgs = consumer.consume(max_records, poll_s)
-            if self._callback_error is not None:
-                exc, self._callback_error = self._callback_error, None
-                raise exc
-            if msgs:
-                if eos and not committer.txn_open:
-                    committer.begin()
-                t0 = perf()
-                route = registry.route
-                first = msgs[0]
-                parts = route.get(first.topic())
-                task = parts.get(first.partition()) if parts is not None else None
-                if (
-                    task is not None
-                    and len(route) == 1
-                    and len(parts) == 1
-                    and len(consumer.assignment()) == 1
-                ):
-                    # one task, one assigned partition: every message is this task's
-                    n = task.process_batch(msgs, self._consumer_error)
-                else:
-                    n = self._process_grouped(msgs, route)
-                stats.records_processed += n
-                stats.batches += 1
-                stats.process_seconds += perf() - t0
-                uncommitted += n
-            gs = self.global_state
-            if gs is not None:
-                gs.poll()
-            if self.standby is not None:
-                self.standby.poll()
-            self.collector.poll()
-            now = time.monotonic()
-            if registry.tasks:
-                now_ms = time.time_ns() // 1_000_000
-                for active in registry.tasks.values():
-                    if active.task.has_wall_clock_punctuations:
-                        if eos:
-                            committer.begin()
-                        if active.task.punctuate_wall_clock(now_ms):
-                            uncommitted += 1
-            commit_requested = (
-                any(a.task.commit_requested for a in registry.tasks.values()) if uncommitted else False
-            )
-            if now >= next_commit or commit_requested:
-                if uncommitted or (gs is not None and gs.dirty):
-                    self._commit(registry.tasks.values())
-                    uncommitted = 0
-                elif self.standby is not None:
-                    self.standby.checkpoint_all()
-                next_commit = now + interval_s
-            self._run_queries()
-            if now >= next_housekeeping:
-                next_housekeeping = now + 1.0
-                self._housekeeping()
-
-    def _process_grouped(self, msgs: list[Any], route: dict[str, dict[int, StreamTask]]) -> int:
-        """Hand each task its messages of the batch (per-partition order kept; unrouted ones skipped).
-
-        A message carrying an error is handled after the messages before it were processed, as a
-        per-message loop would."""
-        groups: dict[StreamTask, list[Any]] = {}
-        n = 0
-        on_error = self._consumer_error
-        for msg in msgs:
-            err = msg.error()
-            if err is not None:
-                for task, batch in groups.items():
-                    n += task.process_batch(batch, on_error)
-                groups = {}
-                on_error(err)
-                continue
-            parts = route.get(msg.topic())
-            task = parts.get(msg.partition()) if parts is not None else None
-            if task is not None:
-                batch = groups.get(task)
-                if batch is None:
-                    groups[task] = [msg]
-                else:
-                    batch.append(msg)
-        for task, batch in groups.items():
-            n += task.process_batch(batch, on_error)
-        return n
-
-    def _commit(self, tasks: Any, *, closing: bool = False) -> None:
-        extra = []
-        if self.global_state is not None and self.global_state.dirty:
-            extra.append(self.global_state)
-        try:
-            self.committer.commit(tasks, closing=closing, extra=extra)
-        except TransactionAbortedError as exc:
-            log.warning("%s; rebuilding the active tasks' state from their changelogs", exc)
-            self._reinitialize_tasks()
-            return
-        if self.standby is not None:
-            self.standby.checkpoint_all()
-
-    def _reinitialize_tasks(self) -> None:
-        """After an aborted transaction: drop uncommitted local state and resume from the last commit."""
-        registry = self.registry
-        assert registry is not None
-        keys = list(registry.tasks)
-        for key in keys:
-            active = registry.remove(key)
-            if active is not None:
-                with contextlib.suppress(Exception):
-                    active.task.close(dirty=True)
-        self.collector.changelog_offsets.clear()
-        assignment = self.consumer.assignment()
-        if assignment:
-            committed = self.consumer.committed(assignment, timeout=30)
-            for tp in committed:
-                offset = tp.offset if tp.offset >= 0 else -2  # OFFSET_BEGINNING
-                self.consumer.seek(TopicPartition(tp.topic, tp.partition, offset))
-        self._create_tasks(keys)
-
-    def _consumer_error(self, err: KafkaError) -> None:
-        if err.fatal():
-            raise KafkaException(err)
-        log.warning("consumer error: %s", err)
-
-    def _housekeeping(self) -> None:
-        stats = self.stats
-        stats.tick_rate()
-        registry = self.registry
-        assert registry is not None
-        sizes: dict[tuple[str, str], int] = {}
-        for active in registry.tasks.values():
-            for name, store in active.task.stores.items():
-                with contextlib.suppress(Exception):
-                    sizes[(name, active.id)] = store.approximate_num_entries()
-        if self.global_state is not None:
-            for name, store in self.global_state.stores.items():
-                with contextlib.suppress(Exception):
-                    sizes[(name, "global")] = store.approximate_num_entries()
-        stats.store_sizes = sizes
-        if self.standby is not None:
-            stats.standby_store_sizes = self.standby.store_sizes()
-            self._reconcile_standbys()
-        md = self.metadata
-        if md is not None and md.shutdown_requested_by is not None:
-            log.error("instance %s requested the whole application to shut down", md.shutdown_requested_by)
-            self._stop.set()
-
-    def _run_queries(self) -> None:
-        q = self._queries
-        while True:
-            try:
-                fn, fut = q.get_nowait()
-            except queue.Empty:
-                return
-            if not fut.set_running_or_notify_cancel():
-                continue
-            try:
-                fut.set_result(fn())
-            except BaseException as exc:
-                fut.set_exception(exc)
-
-    # -- rebalance callbacks (run on the stream thread inside consume()) -------------------------------------
-    def _guarded(self, callback: Callable[[Consumer, list[TopicPartition]], None]) -> Callable[..., None]:
-        """Never let an exception escape a rebalance callback (librdkafka would leave the rebalance
-        half done and ``close()`` would hang); the loop re-raises it after ``consume()`` returns."""
-
-        def run(consumer: Consumer, partitions: list[TopicPartition]) -> None:
-            self._in_rebalance = callback == self._on_revoke
-            if self._closing and callback != self._on_revoke:
-                return
-            try:
-                callback(consumer, partitions)
-            except BaseException as exc:
-                log.debug("rebalance callback failed: %s", exc)
-                if self._callback_error is None:
-                    self._callback_error = exc
-
-        return run
-
-    def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        self.stats.rebalances += 1
-        self.lifecycle.transition(State.REBALANCING, strict=False)
-        registry = self.registry
-        assert registry is not None
-        keys = [
-            k
-            for k in registry.keys_for([(tp.topic, tp.partition) for tp in partitions])
-            if k not in registry.tasks
-        ]
-        log.info("assigned %d partitions -> tasks %s", len(partitions), sorted(keys))
-        consumer.assign(partitions)
-        self._create_tasks(keys)
-        self._publish_assignment()
-        self._reconcile_standbys()
-        self.lifecycle.transition(State.RUNNING, strict=False)
-
-    def _create_tasks(self, keys: list[TaskKey]) -> None:
-        registry = self.registry
-        assert registry is not None
-        if self.standby is not None:
-            for key in keys:
-                self.standby.release(key)
-        self.restoring = True
-        try:
-            created = self.factory.create(keys, should_stop=self._stop.is_set)
-        finally:
-            self.restoring = False
-        for active in created:
-            registry.add(active)
-
-    def _on_restored(self, progress: RestoreProgress) -> None:
-        stats = self.stats
-        stats.restores = [
-            p for p in stats.restores if not (p.task_id == progress.task_id and p.store == progress.store)
-        ]
-        stats.restores.append(progress)
-        stats.restored_records += progress.restored
-        # wall-clock time of the restore passes (partitions restored together overlap in time)
-        stats.restore_seconds = self.reader.total_seconds
-
-    def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        registry = self.registry
-        assert registry is not None
-        self.lifecycle.transition(State.REBALANCING, strict=False)
-        keys = [
-            k
-            for k in registry.keys_for([(tp.topic, tp.partition) for tp in partitions])
-            if k in registry.tasks
-        ]
-        if not keys:
-            return
-        log.info("revoking tasks %s: committing and closing them", sorted(keys))
-        committed = False
-        try:
-            self._commit(list(registry.tasks.values()), closing=True)
-            committed = True
-        except BaseException:
-            with contextlib.suppress(Exception):
-                self.committer.abort()
-            raise
-        finally:
-            for key in keys:
-                active = registry.remove(key)
-                if active is not None:
-                    with contextlib.suppress(Exception):
-                        active.task.close(dirty=not committed)
-            self._publish_assignment()
-
-    def _on_lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        registry = self.registry
-        assert registry is not None
-        log.warning(
-            "lost partitions %s (session expired): closing their tasks without committing", partitions
-        )
-        with contextlib.suppress(Exception):
-            self.committer.abort()
-        for key in list(registry.tasks):
-            active = registry.remove(key)
-            if active is not None:
-                with contextlib.suppress(Exception):
-                    active.task.close(dirty=True)
-        self._publish_assignment()
-
-    def _publish_assignment(self) -> None:
-        registry = self.registry
-        if self.metadata is None or registry is None:
-            return
-        active: dict[int, list[int]] = {}
-        for st, p in sorted(registry.tasks):
-            active.setdefault(st, []).append(p)
-        standby: dict[int, list[int]] = {}
-        if self.standby is not None:
-            for st, p in sorted(self.standby.tasks):
-                standby.setdefault(st, []).append(p)
-        self.metadata.update_local(active=active, standby=standby)
-
-    def _reconcile_standbys(self) -> None:
-        sm = self.standby
-        if sm is None or self.plan is None or self.registry is None:
-            return
-        live = self.metadata.live_instances() if self.metadata else []
-        wanted: set[TaskKey] = set()
-        for st_plan in self.plan.subtopologies.values():
-            if st_plan.id not in self._standby_eligible():
-                continue
-            for p in range(st_plan.partitions):
-                key = (st_plan.id, p)
-                if key in self.registry.tasks:
-                    continue
-                owner = self.metadata.owner_of(st_plan.id, p) if self.metadata else None
-                if standby_wanted(
-                    self.instance_id, owner, live, st_plan.partitions, p, self.config.num_standby_replicas
-                ):
-                    wanted.add(key)
-        before = set(sm.tasks)
-        sm.reconcile(wanted)
-        if set(sm.tasks) != before:
-            self._publish_assignment()
-
-    def _standby_eligible(self) -> set[int]:
-        cached = getattr(self, "_eligible_cache", None)
-        if cached is None:
-            assert self.plan is not None and self.standby is not None
-            cached = {st for st in self.plan.subtopologies if self.standby.eligible(st)}
-            self._eligible_cache = cached
-        return cached
-
-    # -- failure and shutdown -------------------------------------------------------------------------------
-    def _decide(self, exc: BaseException) -> str:
-        if not isinstance(exc, Exception):
-            return SHUTDOWN_CLIENT  # KeyboardInterrupt / SystemExit: never swallowed
-        if self._uncaught_handler is None:
-            return self.config.uncaught_exception_response
-        try:
-            response = self._uncaught_handler(exc) or SHUTDOWN_CLIENT
-        except Exception:
-            log.exception("the uncaught exception handler itself failed")
-            return SHUTDOWN_CLIENT
-        if response not in (SHUTDOWN_CLIENT, SHUTDOWN_APPLICATION, REPLACE_THREAD):
-            log.error("uncaught exception handler answered %r; shutting the instance down", response)
-            return SHUTDOWN_CLIENT
-        return response
-
-    def _replace_thread(self, exc: BaseException) -> None:
-        """Kafka's REPLACE_THREAD: drop everything since the last commit and resume from it.
-
-        Under exactly-once the open transaction is aborted and the active tasks' stores are wiped and
-        rebuilt from their (committed) changelogs; under at-least-once the tasks are closed without a
-        commit and reopened from their checkpoints. Input resumes at the committed offsets.
-        """
-        self.stats.replaced_threads += 1
-        log.error(
-            "stream thread failed (%s: %s); replacing it: resuming from the last commit",
-            type(exc).__name__,
-            exc,
-        )
-        self.committer.abort()
-        self.lifecycle.transition(State.REBALANCING, strict=False)
-        self._reinitialize_tasks()
-        self.lifecycle.transition(State.RUNNING, strict=False)
-
-    def _on_uncaught(self, exc: BaseException, response: str | None = None) -> None:
-        self.error = exc
-        if response is None:
-            response = self._decide(exc)
-        if isinstance(exc, KafkaException) and is_fenced(exc):
-            self.fenced = True
-        log.error(
-            "stream thread failed (%s: %s); response: %s",
-            type(exc).__name__,
-            exc,
-            response,
-            exc_info=exc if not isinstance(exc, StreamhouseError) else None,
-        )
-        if response == SHUTDOWN_APPLICATION and self.metadata is not None:
-            self.metadata.update_local(shutdown=True)
-            time.sleep(0.5)
-        self._shutdown(clean=False, final=State.ERROR)
-
-    def _shutdown(self, *, clean: bool, final: State) -> None:
-        self._closing = True
-        pending = State.PENDING_SHUTDOWN if final is State.NOT_RUNNING else State.PENDING_ERROR
-        self.lifecycle.transition(pending, strict=False)
-        registry = self.registry
-        if registry is not None and registry.tasks:
-            if clean:
-                try:
-                    self._commit(list(registry.tasks.values()), closing=True)
-                except Exception:
-                    log.exception("final commit failed; closing without it")
-                    clean = False
-            if not clean:
-                with contextlib.suppress(Exception):
-                    self.committer.abort()
-            for key in list(registry.tasks):
-                active = registry.remove(key)
-                if active is not None:
-                    try:
-                        active.task.close(dirty=not clean)
-                    except Exception:
-                        log.exception("closing task %s failed", active.id)
-        self._release_resources()
-        self.lifecycle.transition(final, strict=False)
-
-    def _finish_rebalance(self, timeout_s: float = 8.0) -> None:
-        """Let a rebalance we are in the middle of complete before leaving the group.
-
-        The embedded broker never completes a rebalance whose member leaves between its revocation and
-        the next assignment (the remaining members loop on "rebalance in progress"), so a shutdown that
-        starts inside a rebalance first rejoins (taking no tasks: ``_closing`` is set), then leaves.
-        """
-        consumer = getattr(self, "consumer", None)
-        if consumer is None or not self._in_rebalance:
-            return
-        deadline = time.monotonic() + timeout_s
-        with contextlib.suppress(Exception):
-            while self._in_rebalance and time.monotonic() < deadline:
-                consumer.consume(100, 0.1)
-
-    def _release_resources(self) -> None:
-        self._finish_rebalance()
-        for name, action in (
-            ("standby", lambda: self.standby and self.standby.close()),
-            ("global", lambda: self.global_state and self.global_state.close()),
-            ("consumer", lambda: getattr(self, "consumer", None) and self.consumer.close()),
-            ("producer", lambda: getattr(self, "producer", None) and self.producer.flush(5)),
-            ("restore", lambda: getattr(self, "reader", None) and self.reader.close()),
-            ("metadata", lambda: self.metadata and self.metadata.stop()),
-            ("http", lambda: self.http and self.http.stop()),
-        ):
-            try:
-                action()
-            except Exception:
-                log.exception("closing the %s client failed", name)
-        self.standby = None
-        self.global_state = None
-        # drop the client handles so librdkafka's threads end now, not whenever the app is collected
-        for holder, names in (
-            (self, ("producer", "consumer")),
-            (getattr(self, "collector", None), ("producer", "_produce", "_poll")),
-            (getattr(self, "committer", None), ("producer", "consumer")),
-        ):
-            for name in names:
-                if holder is not None and hasattr(holder, name):
-                    setattr(holder, name, None)
-        if self._lock_fd is not None:
-            with contextlib.suppress(OSError):
-                unlock_state_dir(self._lock_fd)
-            self._lock_fd = None
 
     # -- statistics ------------------------------------------------------------------------------------------
     def _on_stats(self, raw: str) -> None:

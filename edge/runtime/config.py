@@ -87,6 +87,30 @@ class StreamsConfig:
     errors_dead_letter_queue_topic_name: str | None = None
     #: ``shutdown_client`` | ``shutdown_application`` | ``replace_thread``: answer when no handler is set
     uncaught_exception_response: str = SHUTDOWN_CLIENT
+    #: Kafka's ``max.task.idle.ms``: a task reading several partitions (join/merge of co-partitioned
+    #: topics) processes the buffered record with the lowest timestamp next; while one of its partitions
+    #: has nothing buffered it waits for data known to be on the broker, and for a caught-up partition up
+    #: to this long before going on without it. 0 (Kafka's default): no extra wait; -1: never wait.
+    max_task_idle_ms: int = 0
+    #: Kafka's ``buffered.records.per.partition``: a partition with more records buffered than this (waiting
+    #: for another partition of its task) is paused until the task catches up
+    buffered_records_per_partition: int = 1000
+    #: NOT in Kafka Streams (an opt-in extension): when a task has processed no record for this long of
+    #: wall-clock time, its stream time advances with the wall clock (stream time at the last record +
+    #: wall-clock time elapsed since), firing stream-time punctuators and stream-time listeners, so
+    #: windows and suppressions on quiet partitions close. -1 (default): stream time moves with records
+    #: only, as in Kafka Streams. Nothing happens before a task's first record.
+    idle_stream_time_advance_ms: int = -1
+    #: Kafka's internal ``emit.interval.ms.kstreams.outer.join.spurious.results.fix``: the least wall-clock
+    #: time between two scans of a left/outer stream-stream join's records waiting for their window to close
+    emit_interval_ms_kstreams_outer_join_spurious_results_fix: int = 1000
+    #: Kafka's internal ``emit.interval.ms.kstreams.windowed.aggregation``: the least wall-clock time between
+    #: two checks for closed windows of an emit-on-window-close aggregation
+    emit_interval_ms_kstreams_windowed_aggregation: int = 1000
+    #: timestamp extractor of sources without their own (``Consumed.with_timestamp_extractor``): a name
+    #: (``record`` = Kafka's FailOnInvalidTimestamp, ``log_and_skip``, ``use_partition_time``,
+    #: ``wallclock``, ``field:<name>`` = a value field) or, as a keyword argument, any extractor object
+    default_timestamp_extractor: Any = None
     #: Python objects: serdes, handlers, listeners (not settable from a mapping of strings)
     default_key_serde: Any = None
     default_value_serde: Any = None
@@ -119,6 +143,19 @@ class StreamsConfig:
             ("restore.timeout.ms", self.restore_timeout_ms, 1),
             ("metadata.interval.ms", self.metadata_interval_ms, 1),
             ("transaction.timeout.ms", self.transaction_timeout_ms, 1000),
+            ("max.task.idle.ms", self.max_task_idle_ms, -1),
+            ("buffered.records.per.partition", self.buffered_records_per_partition, 1),
+            ("idle.stream.time.advance.ms", self.idle_stream_time_advance_ms, -1),
+            (
+                "emit.interval.ms.kstreams.outer.join.spurious.results.fix",
+                self.emit_interval_ms_kstreams_outer_join_spurious_results_fix,
+                0,
+            ),
+            (
+                "emit.interval.ms.kstreams.windowed.aggregation",
+                self.emit_interval_ms_kstreams_windowed_aggregation,
+                0,
+            ),
         ):
             if value is None:
                 continue
@@ -227,6 +264,13 @@ def _coerce(key: str, name: str, value: Any) -> Any:
             raise StreamsConfigError(f"{key} must be embedded or real, got {value!r}") from None
     if name in ("default_key_serde", "default_value_serde") and isinstance(value, str):
         return _named_serde(key, value)
+    if name == "default_timestamp_extractor":
+        from edge.processor.timestamps import as_extractor
+
+        try:
+            return as_extractor(value)
+        except (ValueError, TypeError) as exc:
+            raise StreamsConfigError(f"{key}: {exc}") from None
     if name in ("kafka", "consumer_overrides", "producer_overrides"):
         if not isinstance(value, Mapping):
             raise StreamsConfigError(f"{key} must be a mapping of client properties")
@@ -245,6 +289,11 @@ _INT_FIELDS = {
     "restore_timeout_ms",
     "metadata_interval_ms",
     "transaction_timeout_ms",
+    "max_task_idle_ms",
+    "buffered_records_per_partition",
+    "idle_stream_time_advance_ms",
+    "emit_interval_ms_kstreams_outer_join_spurious_results_fix",
+    "emit_interval_ms_kstreams_windowed_aggregation",
 }
 _BOOL_FIELDS = {"http_enabled", "changelog_collapse"}
 #: Built-in serdes settable by name (``-c default.value.serde=json``); other serdes are Python objects.
@@ -293,4 +342,12 @@ _ALIASES = {
     "default.processing.exception.handler": "default_processing_exception_handler",
     "errors.dead.letter.queue.topic.name": "errors_dead_letter_queue_topic_name",
     "uncaught.exception.response": "uncaught_exception_response",
+    "max.task.idle.ms": "max_task_idle_ms",
+    "buffered.records.per.partition": "buffered_records_per_partition",
+    "idle.stream.time.advance.ms": "idle_stream_time_advance_ms",
+    "emit.interval.ms.kstreams.outer.join.spurious.results.fix": (
+        "emit_interval_ms_kstreams_outer_join_spurious_results_fix"
+    ),
+    "emit.interval.ms.kstreams.windowed.aggregation": "emit_interval_ms_kstreams_windowed_aggregation",
+    "default.timestamp.extractor": "default_timestamp_extractor",
 }

@@ -101,6 +101,15 @@ def render_metrics(app: StreamsApp) -> str:
         )
     )
     reg = app.registry
+    dropped = MetricFamily(
+        P + "dropped_records_total",
+        "counter",
+        "Records dropped by an active task: late for a closed window, invalid timestamp, null key or value "
+        "where one is required (Kafka's task-level dropped-records; restarts at 0 when a task moves)",
+    )
+    for (st, p), active in sorted(list(reg.tasks.items()) if reg is not None else []):
+        dropped.add(getattr(active.task, "dropped_records", 0), **base, task=f"{st}_{p}")
+    fams.append(dropped)
     fams.append(
         MetricFamily(P + "active_tasks", "gauge", "Active tasks").add(
             len(reg) if reg is not None else 0, **base

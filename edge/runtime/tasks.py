@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from edge.errors import StateStoreError
+from edge.processor.partition_group import PartitionGroup
 from edge.processor.task import StreamTask
 from edge.runtime.restore import ChangelogReader, RestoreProgress, RestoreTarget
 from edge.state import task_dir
@@ -60,6 +61,9 @@ class ActiveTask:
     #: (changelog topic, partition) -> last offset the local state reflects
     offsets: dict[tuple[str, int], int] = field(default_factory=dict)
     progress: list[RestoreProgress] = field(default_factory=list)
+    #: the task's input partitions in timestamp order (tasks reading several partitions only; see
+    #: :mod:`edge.runtime.record_order`)
+    group: PartitionGroup | None = None
 
     @property
     def id(self) -> str:
@@ -131,6 +135,9 @@ class TaskFactory:
             tasks.append(self._open(key))
         try:
             self._restore(tasks, should_stop)
+            # processors start only on restored stores (Kafka: restore, then init the topology)
+            for t in tasks:
+                t.task.initialize_processors()
         except BaseException:
             for t in tasks:
                 try:
@@ -154,7 +161,7 @@ class TaskFactory:
         tdir.mkdir(parents=True, exist_ok=True)
         active = self._build(key)
         try:
-            active.task.initialize()
+            active.task.initialize_stores()
         except StateStoreError as exc:
             if not exc.corrupt:
                 raise
@@ -166,7 +173,7 @@ class TaskFactory:
             wipe_task_state(tdir)
             checkpoint = {}
             active = self._build(key)
-            active.task.initialize()
+            active.task.initialize_stores()
         p = key[1]
         for name, topic in active.changelogs.items():
             store = active.task.stores[name]
@@ -211,7 +218,7 @@ class TaskFactory:
                 t.task.close()
                 wipe_task_state(t.dir)
                 fresh = self._build(t.key)
-                fresh.task.initialize()
+                fresh.task.initialize_stores()
                 tasks[tasks.index(t)] = fresh
                 fresh_list.append(fresh)
             pending = fresh_list
@@ -219,25 +226,51 @@ class TaskFactory:
 
 
 class TaskRegistry:
-    """The active tasks and the per-topic routing table used on the hot path."""
+    """The active tasks and the per-topic routing table used on the hot path.
 
-    def __init__(self, topic_to_subtopology: dict[str, int]) -> None:
+    A task reading more than one partition gets a :class:`PartitionGroup` (its records are processed in
+    timestamp order across its partitions); ``groups`` maps each of its (topic, partition) to it. Tasks
+    reading one partition have none and process their records as they come."""
+
+    def __init__(self, topic_to_subtopology: dict[str, int], max_task_idle_ms: int = 0) -> None:
         self.topic_to_subtopology = topic_to_subtopology
+        self.max_task_idle_ms = max_task_idle_ms
         self.tasks: dict[TaskKey, ActiveTask] = {}
         #: topic -> {partition: StreamTask}
         self.route: dict[str, dict[int, StreamTask]] = {}
+        #: (topic, partition) -> partition group of the task reading it (multi-partition tasks only)
+        self.groups: dict[tuple[str, int], PartitionGroup] = {}
+        #: the tasks that have a partition group
+        self.grouped: dict[TaskKey, ActiveTask] = {}
 
     def add(self, active: ActiveTask) -> None:
         self.tasks[active.key] = active
-        for topic in active.task.source_topics:
-            self.route.setdefault(topic, {})[active.key[1]] = active.task
+        task = active.task
+        p = active.key[1]
+        topics = task.source_topics
+        for topic in topics:
+            self.route.setdefault(topic, {})[p] = task
+        if len(topics) > 1:
+            group = active.group = PartitionGroup(self.max_task_idle_ms)
+            self.grouped[active.key] = active
+            for topic in topics:
+                group.add_partition(topic, p, task, task.stamp)
+                self.groups[(topic, p)] = group
 
     def remove(self, key: TaskKey) -> ActiveTask | None:
         active = self.tasks.pop(key, None)
         if active is not None:
             for topic in active.task.source_topics:
                 self.route.get(topic, {}).pop(key[1], None)
+                self.groups.pop((topic, key[1]), None)
+            if active.group is not None:
+                active.group.clear()
+                self.grouped.pop(key, None)
         return active
+
+    @property
+    def has_groups(self) -> bool:
+        return bool(self.groups)
 
     def keys_for(self, partitions: list[tuple[str, int]]) -> list[TaskKey]:
         keys: dict[TaskKey, None] = {}

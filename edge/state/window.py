@@ -389,7 +389,11 @@ class MeteredSessionStore(_MeteredWindowed):
     def _find(self, kf: bytes | None, kt: bytes | None, earliest_end: int, latest_start: int) -> list:
         if kf is not None and kt is not None and kf > kt:
             return []
-        earliest_end = max(earliest_end, self._min_live())
+        # negative times sort after positive ones as big-endian bytes: clamp, as Kafka does
+        earliest_end = max(earliest_end, self._min_live(), 0)
+        latest_start = max(latest_start, -1)
+        if latest_start < 0:
+            return []
         lower = None if kf is None else session_store_key(kf, 0, earliest_end)
         upper = None if kt is None else session_store_key(kt, MAX_TIME, MAX_TIME)
         raw = _drain(self.wrapped.range(lower, upper))

@@ -1,10 +1,21 @@
 """TopologyTestDriver: run a topology in-process with no broker, on the same StreamTask, processors and
 stores the Kafka runtime uses; only Kafka I/O is replaced by in-memory queues.
 
-Like Kafka Streams' driver it runs one task per sub-topology (partition 0), commits after every input
-record by default (so record caches flush per record; pass ``auto_commit=False`` and call
-:meth:`TopologyTestDriver.commit` to observe cache collapsing), and feeds records written to topics the
-topology reads (repartition topics, or a user topic it also consumes) back in as input.
+It runs one task per sub-topology (partition 0), commits after every input record by default (so
+record caches flush per record; pass ``auto_commit=False`` and call :meth:`TopologyTestDriver.commit` to
+observe cache collapsing), and feeds records written to topics the topology reads (repartition topics, or
+a user topic it also consumes) back in as input.
+
+Record order is Kafka's driver's: every input topic (user and repartition topics of every sub-topology)
+is a queue of one :class:`~edge.processor.partition_group.PartitionGroup`; after a piped record is
+enqueued, the buffered record with the lowest timestamp is processed next, its output records are
+enqueued, and so on until nothing is left -- so when one record causes several (a flat-map before a
+repartition, a punctuator's output), they run in timestamp order, ties in the order they were produced.
+``max_task_idle_ms`` (config) > 0 makes the driver hold records while some input topic is empty, until
+that topic gets a record or ``advance_wall_clock_time`` passes the idle deadline (every topic counts as
+caught up, like Kafka's driver). Unlike Kafka's driver, which runs the whole topology as one task with one
+stream time, stream time is kept per sub-topology task, as the Kafka runtime does. Records of global
+topics are processed as soon as they are piped.
 """
 
 from __future__ import annotations
@@ -19,6 +30,7 @@ from typing import Any
 
 from edge.errors import StreamhouseError, TopologyError
 from edge.processor.config import StreamsConfig
+from edge.processor.partition_group import PartitionGroup
 from edge.processor.record import Headers
 from edge.processor.task import StreamTask, task_id
 from edge.serde import Serde, ValueAndTimestamp
@@ -96,12 +108,22 @@ class TopologyTestDriver:
         if config.state_dir is None:
             self._tmp = Path(tempfile.mkdtemp(prefix="streamhouse-ttd-"))
             config = replace(config, state_dir=self._tmp)
+        if getattr(config, "emit_interval_ms_kstreams_outer_join_spurious_results_fix", 0) is None:
+            # Kafka's TopologyTestDriver checks every record: non-joined results as soon as stream time allows
+            config = replace(config, emit_interval_ms_kstreams_outer_join_spurious_results_fix=0)
+        if getattr(config, "emit_interval_ms_kstreams_windowed_aggregation", 0) is None:
+            # likewise for emit-on-window-close aggregations: closed windows are emitted on every record
+            config = replace(config, emit_interval_ms_kstreams_windowed_aggregation=0)
         self.config = config
         self.topology = topology
         self.auto_commit = auto_commit
         self._clock = initial_wall_clock_ms
         self._outputs: dict[str, deque[_Raw]] = defaultdict(deque)
+        #: records produced to a topic the topology reads, not yet enqueued (Kafka's driver enqueues
+        #: them after the record that produced them was processed)
         self._queue: deque[_Raw] = deque()
+        self._global_queue: deque[tuple] = deque()
+        self._group = PartitionGroup(getattr(config, "max_task_idle_ms", 0))
         self._offsets: dict[str, int] = defaultdict(int)
         self._draining = False
         self._processed = 0
@@ -133,6 +155,8 @@ class TopologyTestDriver:
                 self._tasks.append(task)
                 for topic in task.source_topics:
                     self._task_by_topic[topic] = task
+                    # every input counts as caught up (lag 0), as in Kafka's driver
+                    self._group.add_partition(topic, 0, task, task.stamp, lag=0)
             self._global_topics = {topology.resolve_topic(t, app) for t in topology.global_topics()}
             for topic in self._global_topics:
                 self._task_by_topic[topic] = self._global_task  # type: ignore[assignment]
@@ -178,6 +202,8 @@ class TopologyTestDriver:
         """Pipe one serialized record, then process everything it causes (repartition hops, commits)."""
         if self._closed:
             raise StreamhouseError("the TopologyTestDriver is closed")
+        if topic not in self._task_by_topic:
+            raise TopologyError(f"topic {topic!r} is not an input of this topology")
         self._queue.append(_Raw(topic, key, value, timestamp, headers, 0))
         self._drain()
 
@@ -186,23 +212,51 @@ class TopologyTestDriver:
         if raw.topic in self._task_by_topic:
             self._queue.append(raw)
 
+    def _enqueue_produced(self) -> None:
+        """Move records produced to input topics into their queues (offsets are given here)."""
+        queue = self._queue
+        offsets = self._offsets
+        group = self._group
+        while queue:
+            raw = queue.popleft()
+            topic = raw.topic
+            offset = offsets[topic]
+            offsets[topic] = offset + 1
+            record = (topic, 0, offset, raw.timestamp, raw.key, raw.value, raw.headers)
+            if topic in self._global_topics:
+                self._global_queue.append(record)
+            else:
+                group.add_records(topic, 0, (record,))
+
     def _drain(self) -> None:
+        """Process every record that may be processed now, lowest timestamp first (Kafka's driver's
+        ``completeAllProcessableWork``)."""
         if self._draining:
             return
         self._draining = True
         commit_all = False
+        group = self._group
         try:
-            queue = self._queue
-            while queue:
-                raw = queue.popleft()
-                offset = self._offsets[raw.topic]
-                self._offsets[raw.topic] = offset + 1
-                task = self._task_by_topic.get(raw.topic)
-                if task is None:
-                    raise TopologyError(f"topic {raw.topic!r} is not an input of this topology")
-                task.process(raw.topic, 0, offset, raw.timestamp, raw.key, raw.value, raw.headers)
+            while True:
+                self._enqueue_produced()
+                if self._global_queue:
+                    task = self._global_task
+                    assert task is not None
+                    task.process(*self._global_queue.popleft())
+                    self._processed += 1
+                    if self.auto_commit:
+                        task.commit_prepare()
+                    continue
+                if not group.ready(self._clock):
+                    break
+                nxt = group.next_record()
+                if nxt is None:
+                    if self._queue:
+                        continue  # a skipped head's dead letter went to an input topic
+                    break
+                task, record = nxt
+                task.process_stamped(record)  # fires due stream-time punctuators too
                 self._processed += 1
-                task.punctuate_stream_time()
                 if self.auto_commit:
                     task.commit_prepare()
                 elif task.commit_requested:
@@ -217,9 +271,15 @@ class TopologyTestDriver:
         """Move the mock wall clock; fires due wall-clock punctuations (and commits when auto-committing)."""
         if ms < 0:
             raise StreamhouseError(f"wall-clock time can only move forward, got {ms} ms")
+        for task in self._tasks:
+            task.maybe_advance_idle_stream_time(self._clock)  # notes records piped since the last call
         self._clock += ms
         for task in self._all_tasks():
             task.punctuate_wall_clock(self._clock)
+            if task is not self._global_task:
+                # idle.stream.time.advance.ms (an extension, off by default): quiet tasks' stream time
+                # follows the wall clock
+                task.maybe_advance_idle_stream_time(self._clock)
             if self.auto_commit:
                 task.commit_prepare()
             self._drain()

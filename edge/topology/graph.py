@@ -37,12 +37,26 @@ class GraphNode:
 
 
 class SourceGraphNode(GraphNode):
-    def __init__(self, name: str, topics: list[str], key_serde: Serde | None, value_serde: Serde | None):
+    def __init__(
+        self,
+        name: str,
+        topics: list[str],
+        key_serde: Serde | None,
+        value_serde: Serde | None,
+        timestamp_extractor: Any = None,
+    ):
         super().__init__(name)
         self.topics, self.key_serde, self.value_serde = topics, key_serde, value_serde
+        self.timestamp_extractor = timestamp_extractor
 
     def write_to(self, topology: Topology) -> None:
-        topology.add_source(self.name, *self.topics, key_serde=self.key_serde, value_serde=self.value_serde)
+        topology.add_source(
+            self.name,
+            *self.topics,
+            key_serde=self.key_serde,
+            value_serde=self.value_serde,
+            timestamp_extractor=self.timestamp_extractor,
+        )
 
 
 class StoreGraphNode(GraphNode):
@@ -125,13 +139,17 @@ class RepartitionGraphNode(GraphNode):
         self.topic, self.sink_name, self.filter_name = topic, sink_name, filter_name
         self.key_serde, self.value_serde = key_serde, value_serde
         self.change_values, self.partitioner, self.num_partitions = change_values, partitioner, num_partitions
+        #: Kafka's NULL_KEY_RELAXED_JOIN rewrite: a repartition feeding a left/outer stream join keeps its
+        #: filter node but lets null keys through (the join emits them as non-joined results)
+        self.keep_null_keys = False
 
     def write_to(self, topology: Topology) -> None:
-        from edge.processor.ops.stream import KStreamNullKeyFilter
+        from edge.processor.ops.stream import KStreamNullKeyFilter, KStreamPassThrough
 
         parents = self.parent_names
         if self.filter_name is not None:
-            topology.add_processor(self.filter_name, KStreamNullKeyFilter, *parents)
+            flt = KStreamPassThrough if self.keep_null_keys else KStreamNullKeyFilter
+            topology.add_processor(self.filter_name, flt, *parents)
             parents = [self.filter_name]
         topology.mark_internal_topic(self.topic, self.num_partitions)
         topology.add_sink(
@@ -164,9 +182,11 @@ class TableSourceGraphNode(GraphNode):
         value_serde: Serde | None,
         store: Any,
         is_global: bool = False,
+        timestamp_extractor: Any = None,
     ) -> None:
         super().__init__(name)
         self.source_name, self.topic = source_name, topic
+        self.timestamp_extractor = timestamp_extractor
         self.key_serde, self.value_serde, self.store, self.is_global = (
             key_serde,
             value_serde,
@@ -191,10 +211,15 @@ class TableSourceGraphNode(GraphNode):
                 supplier,
                 key_serde=self.key_serde,
                 value_serde=self.value_serde,
+                timestamp_extractor=self.timestamp_extractor,
             )
             return
         topology.add_source(
-            self.source_name, self.topic, key_serde=self.key_serde, value_serde=self.value_serde
+            self.source_name,
+            self.topic,
+            key_serde=self.key_serde,
+            value_serde=self.value_serde,
+            timestamp_extractor=self.timestamp_extractor,
         )
         topology.add_state_store(self.store)
         topology.add_processor(self.name, supplier, self.source_name, stores=[store_name])

@@ -17,6 +17,7 @@ from edge.errors import TopologyError
 from edge.processor.api import ProcessorSupplier
 from edge.processor.node import ProcessorNodeSpec, SinkProcessor, SourceNode, StreamPartitioner
 from edge.processor.ops.change_serde import ChangeSerde
+from edge.processor.timestamps import as_extractor
 from edge.serde import Serde
 from edge.state import changelog_topic_name
 from edge.topology.stores import StoreSpec, resolve_store_builder
@@ -44,6 +45,7 @@ class NodeDef:
     key_serde: Serde | None = None
     value_serde: Serde | None = None
     change_values: bool = False  # values are KTable Change pairs (groupBy repartition topics)
+    timestamp_extractor: Any = None  # sources: TimestampExtractor / callable / name; None = config default
     # processors
     supplier: ProcessorSupplier | None = None
     stores: list[str] = field(default_factory=list)
@@ -105,9 +107,12 @@ class Topology:
         *topics: str,
         key_serde: Serde | None = None,
         value_serde: Serde | None = None,
+        timestamp_extractor: Any = None,
         _change_values: bool = False,
         _is_global: bool = False,
     ) -> Topology:
+        """``timestamp_extractor``: see :mod:`edge.processor.timestamps` (None: the config's
+        ``default_timestamp_extractor``, else the record timestamp)."""
         if not topics:
             raise TopologyError(f"source {name!r} needs at least one topic")
         node = self._add_node(name, SOURCE, ())
@@ -121,6 +126,11 @@ class Topology:
         node.topics = list(topics)
         node.key_serde, node.value_serde = key_serde, value_serde
         node.change_values, node.is_global = _change_values, _is_global
+        if timestamp_extractor is not None:
+            from edge.processor.timestamps import as_extractor
+
+            as_extractor(timestamp_extractor)  # fail at build time on a bad extractor
+        node.timestamp_extractor = timestamp_extractor
         return self
 
     def add_processor(
@@ -197,11 +207,19 @@ class Topology:
         *,
         key_serde: Serde | None = None,
         value_serde: Serde | None = None,
+        timestamp_extractor: Any = None,
     ) -> Topology:
         """A store filled from ``topic`` (all partitions) by ``supplier``'s processor, read by every task."""
         if builder.name in self._stores:
             raise TopologyError(f"a state store named {builder.name!r} is already added")
-        self.add_source(source_name, topic, key_serde=key_serde, value_serde=value_serde, _is_global=True)
+        self.add_source(
+            source_name,
+            topic,
+            key_serde=key_serde,
+            value_serde=value_serde,
+            timestamp_extractor=timestamp_extractor,
+            _is_global=True,
+        )
         self._stores[builder.name] = StoreDef(builder, is_global=True)
         self.add_processor(processor_name, supplier, source_name, stores=[builder.name])
         self._nodes[processor_name].is_global = True
@@ -344,7 +362,13 @@ class Topology:
                 if node.change_values:
                     value_serde = ChangeSerde(value_serde)
                 topics = [self.resolve_topic(t, app) for t in node.topics]
-                sources.append(SourceNode(name, topics, key_serde, value_serde, list(node.children)))
+                extractor = node.timestamp_extractor
+                if extractor is None:
+                    extractor = getattr(config, "default_timestamp_extractor", None)
+                extractor = None if extractor is None else as_extractor(extractor)
+                sources.append(
+                    SourceNode(name, topics, key_serde, value_serde, list(node.children), extractor)
+                )
                 continue
             if node.kind == SINK:
                 key_serde = node.key_serde or config.default_key_serde

@@ -198,6 +198,8 @@ def test_session_store_finds_overlapping_sessions(tmp_path, caching) -> None:
     found = [(w.window.start, w.window.end, v) for w, v in store.find_sessions("a", 5, 25)]
     assert found == [(0, 5, 1), (10, 20, 2)]  # end >= 5 and start <= 25
     assert store.fetch_session("a", 10, 20) == 2
+    # a bound below 0 (a record less than one gap after time 0) must not hide sessions
+    assert [v for _, v in store.find_sessions("a", -1_000, 7)] == [1]
     assert [w.key for w, _ in store.all()] == ["a", "a", "a", "b"]
     assert [w.key for w, _ in store.find_sessions("a", "b", 0, 100)] == ["a", "a", "a", "b"]
     store.remove(Windowed("a", SessionWindow(10, 20)))

@@ -1,0 +1,388 @@
+"""A real Apache Kafka broker on loopback: one KRaft node (broker + controller) run from the pinned jars.
+
+``make install`` resolves the server jars with Maven (``jvm/kafka/pom.xml``) into
+``<state_dir>/jvm/kafka`` and records the outcome in ``install.json`` (``scripts/install_kafka_broker.py``).
+This module finds them, formats the storage directory once (``kafka.tools.StorageTool format``), and runs
+``java -cp <jars> kafka.Kafka server.properties`` with the same lifecycle as the embedded Tansu broker
+(``edge/broker/embedded.py``): a free port unless one is asked for, ready once it answers a metadata
+request, stopped with SIGTERM (a controlled shutdown) then SIGKILL. Unlike Tansu, its data is on disk
+under ``data_dir``: topics, committed offsets and transactions survive a restart on the same directory.
+
+Settings are tuned for one node: every replication factor and min ISR is 1, internal topics have few
+partitions and group joins are not delayed, so it starts in seconds and a consumer group forms at once.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+import uuid
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+
+from edge.broker.binary import BrokerBinaryNotFoundError
+from edge.broker.embedded import (
+    LOOPBACK,
+    BrokerInfo,
+    BrokerNotRunningError,
+    BrokerPortInUseError,
+    BrokerStartError,
+    _accepts_connections,
+    _answers_metadata,
+    _port_is_free,
+    _tail,
+    _terminate,
+    free_port,
+)
+
+#: A directory holding ``libs/*.jar`` and ``install.json`` (overrides the state dir's ``jvm/kafka``).
+KAFKA_DIST_ENV = "STREAMHOUSE_KAFKA_DIST"
+DIST_SUBDIR = Path("jvm") / "kafka"
+DEFAULT_HEAP = "512m"
+_PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+class KafkaDistributionError(BrokerBinaryNotFoundError):
+    """The Apache Kafka jars (or a Java runtime to run them) are not available; the message says why."""
+
+
+@dataclass(frozen=True)
+class KafkaDistribution:
+    home: Path
+    version: str
+
+    @property
+    def libs(self) -> Path:
+        return self.home / "libs"
+
+    @property
+    def classpath(self) -> str:
+        return str(self.libs / "*")
+
+    def storage_tool_class(self) -> str:
+        """``kafka.tools.StorageTool`` (Scala, in core, up to 4.x) or its Java successor."""
+        for jar in self.libs.glob("kafka_2.13-*.jar"):
+            with contextlib.suppress(OSError, zipfile.BadZipFile), zipfile.ZipFile(jar) as zf:
+                if "kafka/tools/StorageTool.class" in zf.namelist():
+                    return "kafka.tools.StorageTool"
+        return "org.apache.kafka.tools.StorageTool"
+
+
+def _distribution_candidates(state_dir: Path | None) -> list[Path]:
+    override = os.environ.get(KAFKA_DIST_ENV)
+    if override:
+        return [Path(override)]
+    dirs = [state_dir / DIST_SUBDIR] if state_dir is not None else []
+    dirs += [Path.cwd() / ".state" / DIST_SUBDIR, _PROJECT_ROOT / ".state" / DIST_SUBDIR]
+    unique: list[Path] = []
+    for d in dirs:
+        if d.resolve() not in [u.resolve() for u in unique]:
+            unique.append(d)
+    return unique
+
+
+def resolve_kafka_distribution(state_dir: Path | None = None) -> KafkaDistribution:
+    """The installed Apache Kafka jars, or a ``KafkaDistributionError`` saying why there are none."""
+    reasons: list[str] = []
+    candidates = _distribution_candidates(state_dir)
+    for home in candidates:
+        try:
+            record = json.loads((home / "install.json").read_text())
+        except FileNotFoundError:
+            continue
+        except (OSError, ValueError) as exc:
+            reasons.append(f"{home / 'install.json'} is unreadable ({exc})")
+            continue
+        if record.get("status") == "ok" and any((home / "libs").glob("kafka_2.13-*.jar")):
+            return KafkaDistribution(home, str(record.get("version", "?")))
+        reasons.append(str(record.get("reason") or f"{home} holds no Apache Kafka jars"))
+    if reasons:
+        raise KafkaDistributionError(
+            f"the Apache Kafka broker is unavailable: {reasons[0]}; rerun `make install` once that is fixed"
+        )
+    where = " or ".join(str(c) for c in candidates)
+    raise KafkaDistributionError(
+        f"the Apache Kafka broker is not installed (looked in {where}); `make install` resolves it with "
+        f"Maven (jvm/kafka/pom.xml), or point {KAFKA_DIST_ENV} at a directory with libs/*.jar"
+    )
+
+
+def kafka_unavailable_reason(state_dir: Path | None = None) -> str | None:
+    """Why the Apache Kafka broker cannot start here (no jars, no Java), or None if it can."""
+    try:
+        resolve_kafka_distribution(state_dir)
+        resolve_java()
+    except KafkaDistributionError as exc:
+        return str(exc)
+    return None
+
+
+def resolve_java() -> str:
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home and os.access(Path(java_home) / "bin" / "java", os.X_OK):
+        return str(Path(java_home) / "bin" / "java")
+    java = shutil.which("java")
+    if not java:
+        raise KafkaDistributionError("the Apache Kafka broker needs Java 17+: no `java` on PATH or JAVA_HOME")
+    return java
+
+
+def new_cluster_id() -> str:
+    """A Kafka ``Uuid`` string (URL-safe base64 of 16 random bytes), as ``kafka-storage random-uuid``."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+def server_properties(host: str, port: int, controller_port: int, log_dirs: Path) -> dict[str, str]:
+    """One KRaft node (broker + controller, static quorum of itself) tuned for local use."""
+    return {
+        "process.roles": "broker,controller",
+        "node.id": "1",
+        # A static voter set: the controller port may change between restarts of the same data dir.
+        "controller.quorum.voters": f"1@{host}:{controller_port}",
+        "listeners": f"PLAINTEXT://{host}:{port},CONTROLLER://{host}:{controller_port}",
+        "advertised.listeners": f"PLAINTEXT://{host}:{port}",
+        "controller.listener.names": "CONTROLLER",
+        "inter.broker.listener.name": "PLAINTEXT",
+        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+        "log.dirs": str(log_dirs),
+        "num.partitions": "1",
+        "default.replication.factor": "1",
+        "min.insync.replicas": "1",
+        "offsets.topic.replication.factor": "1",
+        "offsets.topic.num.partitions": "4",
+        "transaction.state.log.replication.factor": "1",
+        "transaction.state.log.min.isr": "1",
+        "transaction.state.log.num.partitions": "4",
+        "share.coordinator.state.topic.replication.factor": "1",
+        "share.coordinator.state.topic.min.isr": "1",
+        "group.initial.rebalance.delay.ms": "0",
+        # Abort transactions of crashed producers soon after their timeout (default: checked every 10 s).
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000",
+        # Compacted topics get cleaned promptly once a segment rolls (default back-off 15 s).
+        "log.cleaner.backoff.ms": "1000",
+        "num.network.threads": "2",
+        "num.io.threads": "4",
+        "num.recovery.threads.per.data.dir": "1",
+        "log.flush.offset.checkpoint.interval.ms": "5000",
+    }
+
+
+LOG4J2_PROPERTIES = """\
+status = warn
+appender.console.type = Console
+appender.console.name = STDOUT
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = warn
+rootLogger.appenderRef.stdout.ref = STDOUT
+logger.started.name = kafka.server.KafkaRaftServer
+logger.started.level = info
+"""
+
+
+def _write_properties(path: Path, props: dict[str, str]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+
+
+class ApacheKafkaBroker:
+    """One Apache Kafka (KRaft) process on loopback; usable as a context manager.
+
+    ``data_dir`` holds its configuration and logs; reuse it to restart with the same topics and data.
+    Without one a temporary directory is used and removed on ``stop()``. ``detached=True`` puts the
+    broker in its own session so it outlives the starting process (``streamhouse broker start``).
+    """
+
+    kind = "kafka"
+
+    def __init__(
+        self,
+        *,
+        port: int | None = None,
+        host: str = LOOPBACK,
+        data_dir: Path | None = None,
+        log_dir: Path | None = None,
+        state_dir: Path | None = None,
+        startup_timeout_s: float = 120.0,
+        detached: bool = False,
+        heap: str = DEFAULT_HEAP,
+        extra_properties: dict[str, str] | None = None,
+    ) -> None:
+        self.host = host
+        self.requested_port = port
+        self.data_dir = data_dir
+        self.log_dir = log_dir
+        self.state_dir = state_dir
+        self.startup_timeout_s = startup_timeout_s
+        self.detached = detached
+        self.heap = heap
+        self.extra_properties = dict(extra_properties or {})
+        self._process: subprocess.Popen[bytes] | None = None
+        self._info: BrokerInfo | None = None
+        self._temp_data: Path | None = None
+        #: Seconds the last ``start()`` took: storage format, then JVM launch to ready.
+        self.format_seconds = 0.0
+        self.ready_seconds = 0.0
+
+    @property
+    def info(self) -> BrokerInfo:
+        if self._info is None:
+            raise BrokerNotRunningError("the Apache Kafka broker has not been started")
+        return self._info
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return self.info.bootstrap_servers
+
+    @property
+    def pid(self) -> int:
+        return self.info.pid
+
+    def start(self) -> BrokerInfo:
+        if self._process is not None:
+            return self.info
+        dist = resolve_kafka_distribution(self.state_dir)
+        java = resolve_java()
+        port = self.requested_port if self.requested_port is not None else free_port(self.host)
+        if not 1 <= port <= 65535:
+            raise BrokerStartError(f"port {port} is not a valid TCP port (1-65535)")
+        if not _port_is_free(self.host, port):
+            raise BrokerPortInUseError(
+                f"port {port} on {self.host} is already in use; pick another with --port N "
+                "or omit --port to use a free one"
+            )
+        controller_port = free_port(self.host)
+        while controller_port == port:
+            controller_port = free_port(self.host)
+        if self.data_dir is None:
+            self._temp_data = Path(tempfile.mkdtemp(prefix="streamhouse-kafka-"))
+        data_dir = self.data_dir or self._temp_data
+        assert data_dir is not None
+        data_dir.mkdir(parents=True, exist_ok=True)
+        log_dir = self.log_dir or data_dir
+        log_dir.mkdir(parents=True, exist_ok=True)
+        log_path = log_dir / f"kafka-{port}.log"
+        config = data_dir / "config" / "server.properties"
+        log4j = data_dir / "config" / "log4j2.properties"
+        kafka_logs = data_dir / "kafka-logs"
+        props = server_properties(self.host, port, controller_port, kafka_logs)
+        props.update(self.extra_properties)
+        _write_properties(config, props)
+        log4j.write_text(LOG4J2_PROPERTIES)
+        base = [
+            java,
+            f"-Xmx{self.heap}",
+            "-Xms64m",
+            "-XX:+UseSerialGC",
+            "-XX:+ExitOnOutOfMemoryError",
+            "-Djava.awt.headless=true",
+            f"-Dlog4j2.configurationFile={log4j}",
+            f"-Dkafka.logs.dir={data_dir / 'logs'}",
+            "-cp",
+            dist.classpath,
+        ]
+        started = time.monotonic()
+        if not (kafka_logs / "meta.properties").exists():
+            self._format(base, dist, config, log_path)
+        self.format_seconds = time.monotonic() - started
+        launched = time.monotonic()
+        with open(log_path, "ab") as log:
+            self._process = subprocess.Popen(
+                [*base, "kafka.Kafka", str(config)],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=self.detached,
+            )
+        self._info = BrokerInfo(
+            pid=self._process.pid,
+            host=self.host,
+            port=port,
+            started_at=time.time(),
+            log_path=str(log_path),
+            binary=f"{java} -cp {dist.classpath} kafka.Kafka (Apache Kafka {dist.version})",
+            kind=self.kind,
+            data_dir=str(data_dir),
+        )
+        self._wait_ready(log_path)
+        self.ready_seconds = time.monotonic() - launched
+        return self._info
+
+    def _format(self, base: list[str], dist: KafkaDistribution, config: Path, log_path: Path) -> None:
+        cmd = [*base, dist.storage_tool_class(), "format", "-t", new_cluster_id(), "-c", str(config)]
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        except subprocess.TimeoutExpired as exc:
+            raise BrokerStartError("formatting the Apache Kafka storage took over 120 s") from exc
+        with open(log_path, "a") as log:
+            log.write(proc.stdout + proc.stderr)
+        if proc.returncode != 0:
+            tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-10:])
+            raise BrokerStartError(
+                f"formatting the Apache Kafka storage failed (exit {proc.returncode}):\n{tail}"
+            )
+
+    def _wait_ready(self, log_path: Path) -> None:
+        assert self._process is not None
+        deadline = time.monotonic() + self.startup_timeout_s
+        while time.monotonic() < deadline:
+            code = self._process.poll()
+            if code is not None:
+                self._process = None
+                self._cleanup_temp()
+                log = _tail(log_path, 25)
+                if "address already in use" in log.lower():
+                    raise BrokerPortInUseError(
+                        f"the Apache Kafka broker could not bind port {self.info.port} (or its controller "
+                        "port): it is in use; pick another port"
+                    )
+                raise BrokerStartError(
+                    f"the Apache Kafka broker exited with code {code} during start-up; its log "
+                    f"({log_path}) ends with:\n{log}"
+                )
+            if _accepts_connections(self.host, self.info.port) and _answers_metadata(
+                self.info.bootstrap_servers, 2.0
+            ):
+                return
+            time.sleep(0.1)
+        self.stop()
+        raise BrokerStartError(
+            f"the Apache Kafka broker did not become ready within {self.startup_timeout_s:.0f}s on "
+            f"{self.host}:{self.info.port}; see {log_path}"
+        )
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        """SIGTERM (Kafka's controlled shutdown flushes and closes the logs), SIGKILL after ``timeout_s``."""
+        process, self._process = self._process, None
+        if process is not None:
+            _terminate(process.pid, timeout_s, process)
+        self._cleanup_temp()
+
+    def kill(self) -> None:
+        """SIGKILL, as a crash would (the data dir then goes through log recovery on the next start)."""
+        process, self._process = self._process, None
+        if process is not None:
+            process.kill()
+            process.wait(10)
+
+    def _cleanup_temp(self) -> None:
+        temp, self._temp_data = self._temp_data, None
+        if temp is not None:
+            shutil.rmtree(temp, ignore_errors=True)
+
+    def __enter__(self) -> ApacheKafkaBroker:
+        self.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()

@@ -1,0 +1,159 @@
+"""Which task processes which consumed record, and in what order (the runtime side of Kafka's
+``PartitionGroup``).
+
+A consumed batch is split by task. A task reading one partition processes its share at once, in offset
+order (the fast path: no buffering, no extra cost). A task reading several partitions (co-partitioned
+topics of a join or merge) buffers its records in its :class:`~edge.processor.partition_group.PartitionGroup`
+and processes them lowest timestamp first, waiting while one of its partitions has nothing buffered as
+``max.task.idle.ms`` says (:meth:`RecordRouter.process_buffered`, called every loop iteration, so a
+wait ends when its deadline passes even if nothing new arrives).
+
+Lag: the main consumer then runs with ``enable.partition.eof``: a partition is "caught up" (lag 0) from
+its end-of-partition event until its next record; before its first event its lag is unknown, so a task
+waits for every partition's first fetch -- which is what makes a join of two topics produced one after the
+other process them in timestamp order. A partition buffering more than ``buffered.records.per.partition``
+records is paused until its task catches up (Kafka does the same).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from confluent_kafka import KafkaError, TopicPartition
+
+from edge.processor.partition_group import UNKNOWN
+from edge.processor.task import StreamTask
+from edge.runtime.tasks import TaskRegistry
+
+log = logging.getLogger(__name__)
+
+_EOF = KafkaError._PARTITION_EOF
+
+
+class RecordRouter:
+    def __init__(
+        self,
+        registry: TaskRegistry,
+        on_error: Callable[[KafkaError], None],
+        consumer: Callable[[], Any],
+        *,
+        buffered_per_partition: int = 1000,
+    ) -> None:
+        self.registry = registry
+        self.on_error = on_error
+        #: returns the main consumer (for pause/resume); a callable so a replaced consumer is seen
+        self._consumer = consumer
+        self.limit = buffered_per_partition
+        self.paused: set[tuple[str, int]] = set()
+
+    # -- consumed batches ---------------------------------------------------------------------------
+    def dispatch(self, msgs: list[Any]) -> int:
+        """Hand each task its messages of the batch; returns how many records were processed now
+        (buffered ones are processed by :meth:`process_buffered`). Per partition the order is kept;
+        records of unassigned partitions are skipped. A message carrying an error is handled after the
+        messages before it were processed, as a per-message loop would; end-of-partition events only
+        update lags."""
+        registry = self.registry
+        route = registry.route
+        groups = registry.groups
+        on_error = self.on_error
+        batches: dict[StreamTask, list[Any]] = {}
+        buffered: dict[tuple[str, int], list[Any]] = {}
+        eof: set[tuple[str, int]] = set()
+        n = 0
+        for msg in msgs:
+            err = msg.error()
+            if err is not None:
+                if err.code() == _EOF:
+                    tp = (msg.topic(), msg.partition())
+                    if tp in groups:
+                        eof.add(tp)
+                    continue
+                for task, batch in batches.items():
+                    n += task.process_batch(batch, on_error)
+                batches = {}
+                on_error(err)
+                continue
+            topic = msg.topic()
+            partition = msg.partition()
+            if groups:
+                tp = (topic, partition)
+                if tp in groups:
+                    pending = buffered.get(tp)
+                    if pending is None:
+                        buffered[tp] = [msg]
+                    else:
+                        pending.append(msg)
+                    eof.discard(tp)
+                    continue
+            parts = route.get(topic)
+            task = parts.get(partition) if parts is not None else None
+            if task is not None:
+                batch = batches.get(task)
+                if batch is None:
+                    batches[task] = [msg]
+                else:
+                    batch.append(msg)
+        for task, batch in batches.items():
+            n += task.process_batch(batch, on_error)
+        for tp, records in buffered.items():
+            group = groups[tp]
+            size = group.add_records(tp[0], tp[1], records)
+            group.set_lag(tp[0], tp[1], UNKNOWN)
+            if size > self.limit and tp not in self.paused:
+                self._pause(tp)
+        for tp in eof:
+            groups[tp].set_lag(tp[0], tp[1], 0)
+        return n
+
+    # -- buffered records ---------------------------------------------------------------------------
+    def has_buffered(self) -> bool:
+        return any(a.group for a in self.registry.grouped.values())
+
+    def process_buffered(self, now_ms: int) -> int:
+        """Process, per multi-partition task, buffered records lowest timestamp first while its group
+        is ready (``max.task.idle.ms``); returns how many were processed."""
+        n = 0
+        for active in self.registry.grouped.values():
+            group = active.group
+            if group is None:
+                continue
+            while group.ready(now_ms):
+                nxt = group.next_record()
+                if nxt is None:
+                    break
+                task, record = nxt
+                task.process_stamped(record)
+                n += 1
+        if self.paused:
+            self._resume_drained()
+        return n
+
+    # -- back-pressure ------------------------------------------------------------------------------
+    def _pause(self, tp: tuple[str, int]) -> None:
+        consumer = self._consumer()
+        if consumer is None:
+            return
+        with contextlib.suppress(Exception):
+            consumer.pause([TopicPartition(tp[0], tp[1])])
+            self.paused.add(tp)
+            log.debug("paused %s-%d: more than %d records buffered", tp[0], tp[1], self.limit)
+
+    def _resume_drained(self) -> None:
+        groups = self.registry.groups
+        resume = []
+        for tp in list(self.paused):
+            group = groups.get(tp)
+            if group is None or group.buffered(*tp) <= self.limit:
+                self.paused.discard(tp)
+                resume.append(TopicPartition(tp[0], tp[1]))
+        consumer = self._consumer()
+        if resume and consumer is not None:
+            with contextlib.suppress(Exception):  # a partition revoked meanwhile
+                consumer.resume(resume)
+
+
+__all__ = ["RecordRouter"]
