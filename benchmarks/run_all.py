@@ -41,8 +41,8 @@ from benchmarks.common import (
     result,
     write_results,
 )
-from edge.broker import EmbeddedBroker
-from edge.kafka import BrokerProfile, KafkaClientConfig
+from edge.broker import local_broker, profile_for
+from edge.kafka import KafkaClientConfig
 
 #: The whole quick set must finish within 10 minutes; benchmarks that would not fit are skipped.
 DEFAULT_BUDGET_S = 570.0
@@ -69,6 +69,8 @@ class BenchContext:
     #: sizes the lakehouse hooks run at: "quick" (small, inside this budget), "full" (the issue's sizes,
     #: ``benchmarks/run_lakehouse.py``), "tiny" (tests)
     lakehouse_scale: str = "quick"
+    #: input size of the windowed-count and stream-stream join hooks (None: ``events``)
+    windowed_events: int | None = None
 
     def remaining_s(self) -> float:
         return self.deadline - time.monotonic()
@@ -246,6 +248,14 @@ HOOKS: list[tuple[str, str, str, str]] = [
 ]  # fmt: skip
 
 
+#: Edge figures run as hooks, before the lakehouse ones (benchmarks/systems/edge_windowed.py, edge_join.py).
+EDGE_HOOKS: list[tuple[str, str, str, str]] = [
+    ("edge_windowed", "benchmarks.systems.edge_windowed", "windowed-count",
+     "1-minute tumbling-window count, Streamhouse vs Quix Streams (events/s)"),
+    ("edge_join", "benchmarks.systems.edge_join", "stream-stream-join",
+     "orders x payments windowed stream-stream join (records/s)"),
+]  # fmt: skip
+
 LAKEHOUSE_RESULTS = RESULTS_DIR / "lakehouse.json"
 LAKEHOUSE_HOOK_NAMES = {name for name, _, _, _ in HOOKS}
 
@@ -384,6 +394,17 @@ def evaluate_targets(results: dict[str, list[dict[str, Any]]]) -> list[dict[str,
     out.append(_target("Kafka -> bronze records/s", br and br["events_per_s"], ">= 300000",
                        None if not br else br["events_per_s"] >= 300_000,
                        "" if br else why(*results.get("lakehouse_bronze", []))))  # fmt: skip
+    wsh = _find(results, "edge_windowed", system="streamhouse-edge", workload="windowed-count")
+    wq = _find(results, "edge_windowed", system="quix-streams")
+    wr = ratio(wsh, wq)
+    out.append(_target("windowed count: Streamhouse / Quix Streams", wr, ">= 2.0",
+                       None if wr is None else wr >= 2.0,
+                       f"{wsh['events']:,} events, outputs verified" if wsh and wr is not None
+                       else why(wsh, wq)))  # fmt: skip
+    js = _find(results, "edge_join", system="streamhouse-edge")
+    out.append(_target("stream-stream join records/s (output verified)", js and js.get("events_per_s"),
+                       "reported", None, f"x{js['vs_raw']} the raw loop" if js and js.get("vs_raw") else
+                       why(js)))  # fmt: skip
     for name, bench in (
         ("gold windowed aggregation grows linearly (1M/5M/20M)", "lakehouse_gold"),
         ("incremental run after 1% new data costs ~1% of a full run", "lakehouse_incremental"),
@@ -505,6 +526,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--events", type=int, default=DEFAULT_EVENTS, help="count workload size (default 1M)")
     ap.add_argument("--variant-events", type=int, default=300_000,
                     help="events for the exactly-once and instance-scaling runs (default 300k)")  # fmt: skip
+    ap.add_argument("--windowed-events", type=int, default=200_000,
+                    help="input of the windowed-count and stream-stream join (default 200k)")  # fmt: skip
     ap.add_argument("--keys", type=int, default=DEFAULT_KEYS)
     ap.add_argument("--count-rounds", type=int, default=2, help="interleaved rounds of the count workload")
     ap.add_argument("--relay-seconds", type=float, default=6.0, help="measured seconds per latency run")
@@ -536,10 +559,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"streamhouse benchmarks: {a.events:,} events, {a.keys:,} keys; machine {info}", flush=True)
     results: dict[str, list[dict[str, Any]]] = {}
     inputs: dict[str, Any] = {}
-    broker = EmbeddedBroker(log_dir=workdir)
+    broker = local_broker(log_dir=workdir)
     broker.start()
     try:
-        client = KafkaClientConfig(broker.bootstrap_servers, BrokerProfile.EMBEDDED)
+        client = KafkaClientConfig(broker.bootstrap_servers, profile_for(broker.kind))
         print(f"embedded broker at {client.bootstrap_servers}; producing the input once ...", flush=True)
         inputs["table"] = prepare_table(client, f"bench-{run_id}-users", a.keys)
         inputs["count"] = prepare_input(client, f"bench-{run_id}-input", a.events, a.keys)
@@ -549,7 +572,7 @@ def main(argv: list[str] | None = None) -> int:
             input_topic=f"bench-{run_id}-input", variant_events=a.variant_events,
             input_topic_variants=f"bench-{run_id}-input-v", input_topic_2p=f"bench-{run_id}-input-2p",
             table_topic=inputs["table"]["topic"], table_rows=inputs["table"]["rows"],
-            deadline=t_start + a.budget_s, results=results,
+            deadline=t_start + a.budget_s, results=results, windowed_events=a.windowed_events,
         )  # fmt: skip
 
         def want(name: str) -> bool:
@@ -567,6 +590,10 @@ def main(argv: list[str] | None = None) -> int:
             ),
             ("edge_eos", 40, lambda: bench_edge_eos(ctx)),
             ("edge_instances", 40, lambda: bench_edge_instances(ctx)),
+            *[
+                (name, 30, lambda n=name, m=module, w=workload, h=what: run_hook(ctx, n, m, w, h))
+                for name, module, workload, what in EDGE_HOOKS
+            ],
         ]
         for name, module, workload, what in HOOKS:
             plan.append((name, 0, lambda n=name, m=module, w=workload, h=what: run_hook(ctx, n, m, w, h)))
@@ -618,6 +645,7 @@ def main(argv: list[str] | None = None) -> int:
             "events": a.events,
             "keys": a.keys,
             "variant_events": a.variant_events,
+            "windowed_events": a.windowed_events,
             "commit_interval_s": COMMIT_INTERVAL_S,
             "relay_seconds": a.relay_seconds,
             "relay_repeats": a.relay_repeats,

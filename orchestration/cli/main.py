@@ -16,6 +16,7 @@ from edge.errors import StreamhouseError
 from orchestration.cli.broker import broker
 from orchestration.cli.demo import demo
 from orchestration.cli.edge import edge
+from orchestration.cli.lake import describe, sql, tables
 from orchestration.cli.topics import topics
 
 
@@ -33,6 +34,9 @@ cli.add_command(broker)
 cli.add_command(demo)
 cli.add_command(topics)
 cli.add_command(edge)
+cli.add_command(tables)
+cli.add_command(describe)
+cli.add_command(sql)
 
 
 def main(argv: list[str] | None = None) -> None:
