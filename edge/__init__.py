@@ -12,6 +12,7 @@ from typing import Any
 # Lazy (PEP 562): importing ``edge.errors`` or ``edge.serde`` must not pull in the whole DSL and RocksDB.
 _EXPORTS = {
     "Branched": "edge.dsl",
+    "CogroupedKStream": "edge.dsl",
     "Consumed": "edge.dsl",
     "DeadLetterQueueHandler": "edge.processor",
     "EmitStrategy": "edge.dsl",
@@ -49,6 +50,7 @@ _EXPORTS = {
     "StreamsBuilder": "edge.dsl",
     "StreamsConfig": "edge.processor",
     "Suppressed": "edge.dsl",
+    "TableJoined": "edge.dsl",
     "TestInputTopic": "edge.testing",
     "TestOutputTopic": "edge.testing",
     "TestRecord": "edge.testing",

@@ -81,6 +81,8 @@ def _distribution_candidates(state_dir: Path | None) -> list[Path]:
     if override:
         return [Path(override)]
     dirs = [state_dir / DIST_SUBDIR] if state_dir is not None else []
+    if os.environ.get("STREAMHOUSE_STATE_DIR"):
+        dirs.append(Path(os.environ["STREAMHOUSE_STATE_DIR"]) / DIST_SUBDIR)
     dirs += [Path.cwd() / ".state" / DIST_SUBDIR, _PROJECT_ROOT / ".state" / DIST_SUBDIR]
     unique: list[Path] = []
     for d in dirs:
@@ -136,8 +138,14 @@ def resolve_java() -> str:
 
 
 def new_cluster_id() -> str:
-    """A Kafka ``Uuid`` string (URL-safe base64 of 16 random bytes), as ``kafka-storage random-uuid``."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A Kafka ``Uuid`` string (URL-safe base64 of 16 random bytes), as ``kafka-storage random-uuid``.
+
+    Like Kafka's own ``Uuid.randomUuid()`` it never starts with ``-`` (the tool would take it for an option).
+    """
+    while True:
+        value = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not value.startswith("-"):
+            return value
 
 
 def server_properties(host: str, port: int, controller_port: int, log_dirs: Path) -> dict[str, str]:
@@ -164,6 +172,12 @@ def server_properties(host: str, port: int, controller_port: int, log_dirs: Path
         "share.coordinator.state.topic.replication.factor": "1",
         "share.coordinator.state.topic.min.isr": "1",
         "group.initial.rebalance.delay.ms": "0",
+        # Accept any record timestamp, as Kafka before 4.0 and Tansu do: Kafka 4 rejects records more than
+        # an hour ahead of the broker's clock, and local runs replay event times far from it.
+        "log.message.timestamp.after.max.ms": str(2**63 - 1),
+        # No time-based deletion unless a topic asks for it (Tansu applies none either): a test or demo
+        # topic holding old event times must not lose them at the broker's next retention check.
+        "log.retention.ms": "-1",
         # Abort transactions of crashed producers soon after their timeout (default: checked every 10 s).
         "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000",
         # Compacted topics get cleaned promptly once a segment rolls (default back-off 15 s).
@@ -317,7 +331,8 @@ class ApacheKafkaBroker:
         return self._info
 
     def _format(self, base: list[str], dist: KafkaDistribution, config: Path, log_path: Path) -> None:
-        cmd = [*base, dist.storage_tool_class(), "format", "-t", new_cluster_id(), "-c", str(config)]
+        cluster_id = f"--cluster-id={new_cluster_id()}"
+        cmd = [*base, dist.storage_tool_class(), "format", cluster_id, "-c", str(config)]
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
         except subprocess.TimeoutExpired as exc:

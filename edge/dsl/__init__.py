@@ -23,6 +23,11 @@ from __future__ import annotations
 
 from edge.dsl.branched import BranchedKStream
 from edge.dsl.builder import StreamsBuilder
+from edge.dsl.cogrouped import (
+    CogroupedKStream,
+    SessionWindowedCogroupedKStream,
+    TimeWindowedCogroupedKStream,
+)
 from edge.dsl.grouped import KGroupedStream, KGroupedTable
 from edge.dsl.kstream import KStream
 from edge.dsl.ktable import GlobalKTable, KTable
@@ -35,6 +40,7 @@ from edge.dsl.options import (
     Named,
     Produced,
     Repartitioned,
+    TableJoined,
 )
 from edge.dsl.stream_joined import StreamJoined
 from edge.dsl.suppressed import BufferConfig, Suppressed
@@ -45,6 +51,7 @@ __all__ = [
     "Branched",
     "BranchedKStream",
     "BufferConfig",
+    "CogroupedKStream",
     "Consumed",
     "EmitStrategy",
     "GlobalKTable",
@@ -59,12 +66,15 @@ __all__ = [
     "Named",
     "Produced",
     "Repartitioned",
+    "SessionWindowedCogroupedKStream",
     "SessionWindowedKStream",
     "SessionWindows",
     "SlidingWindows",
     "StreamJoined",
     "StreamsBuilder",
     "Suppressed",
+    "TableJoined",
+    "TimeWindowedCogroupedKStream",
     "TimeWindowedKStream",
     "TimeWindows",
 ]

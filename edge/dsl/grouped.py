@@ -15,7 +15,8 @@ from edge.processor.ops import aggregate as ops
 from edge.processor.ops.getters import StoreGetter, ValueGetterSupplier
 from edge.serde import Serdes
 from edge.topology import naming
-from edge.topology.graph import GraphNode, ProcessorGraphNode
+from edge.topology.graph import GraphNode, ProcessorGraphNode, RepartitionGraphNode
+from edge.topology.naming import check_topic_name
 
 if TYPE_CHECKING:
     from edge.dsl.builder import StreamsBuilder
@@ -69,18 +70,49 @@ class _Grouped:
         m = materialized_of(materialized)
         store_name = m.store_name or names.store(self._PREFIXES[kind])
         spec = store_spec(m, store_name, self.key_serde, default_value_serde)
-        proc_name = names.processor(self._PREFIXES[kind], name_of(named))
         parent = self._node
-        if self._repartition_required:
-            parent = repartition_node(
-                self._builder,
-                parent,
-                self._repartition_name or store_name,
-                self.key_serde,
-                self.value_serde,
-                null_key_filter=not change_values,
-                change_values=change_values,
-            )
+        if change_values:
+            # Kafka's KGroupedTableImpl.doAggregate: sink, source, then the aggregate's name; the
+            # aggregate's Named names them <name>-sink/-source; no null-key filter node
+            explicit = name_of(named)
+            sink = names.processor(naming.SINK, f"{explicit}-sink" if explicit else None)
+            source = names.processor(naming.SOURCE, f"{explicit}-source" if explicit else None)
+            proc_name = names.processor(self._PREFIXES[kind], explicit)
+            cached = getattr(self, "_table_repartition", None)
+            if cached is not None and self._repartition_name is not None:
+                parent = cached  # Kafka reuses a user-named re-grouping's topic for every aggregation
+            else:
+                topic = f"{self._repartition_name or store_name}-repartition"
+                check_topic_name(topic, "repartition topic")
+                parent = RepartitionGraphNode(
+                    [self._node],
+                    topic,
+                    sink,
+                    source,
+                    None,
+                    self.key_serde,
+                    self.value_serde,
+                    change_values=True,
+                )
+                parent.optimizable = False
+                self._builder.add_node(parent)
+                self._table_repartition = parent
+        else:
+            proc_name = names.processor(self._PREFIXES[kind], name_of(named))
+            if self._repartition_required:
+                cached = getattr(self, "_stream_repartition", None)
+                # Kafka's GroupedStreamAggregateBuilder: the names are drawn every time, but a
+                # user-named grouping (Grouped.as_) reuses its repartition topic
+                node = repartition_node(
+                    self._builder,
+                    parent,
+                    self._repartition_name or store_name,
+                    self.key_serde,
+                    self.value_serde,
+                    register=cached is None or self._repartition_name is None,
+                )
+                parent = node if cached is None or self._repartition_name is None else cached
+                self._stream_repartition = parent
         node = self._builder.add_node(
             ProcessorGraphNode(
                 proc_name, [parent], lambda: make(store_name), stores=[store_name], new_stores=[spec]
@@ -99,6 +131,14 @@ class KGroupedStream(_Grouped):
         from edge.dsl.windowed import windowed_by
 
         return windowed_by(self, windows)
+
+    def cogroup(self, aggregator: Callable[[Any, Any, Any], Any]) -> Any:
+        """Start a cogroup (KIP-150): this stream folded in by ``aggregator(key, value, aggregate)``; add
+        other grouped streams with ``.cogroup(other, their_aggregator)``, then ``.aggregate(...)``. One
+        store holds the shared aggregate (see :mod:`edge.dsl.cogrouped`)."""
+        from edge.dsl.cogrouped import CogroupedKStream
+
+        return CogroupedKStream(self, aggregator)
 
     def count(self, named: NamedLike = None, materialized: Materialized | str | None = None) -> KTable:
         """Records per key (null keys/values skipped); the store's values default to the long serde."""

@@ -46,11 +46,17 @@ def repartition_node(
     change_values: bool = False,
     partitioner: Any = None,
     num_partitions: int | None = None,
+    optimizable: bool = True,
+    register: bool = True,
 ) -> RepartitionGraphNode:
     """Kafka's ``createRepartitionedSource``: generated names are always drawn (so later names do not
-    shift); a user-chosen prefix names the nodes ``<topic>-sink``/``-filter``/``-source`` instead."""
+    shift); a user-chosen prefix names the nodes ``<topic>-sink``/``-filter``/``-source`` instead.
+
+    ``optimizable``: Kafka's OptimizableRepartitionNode (joins, aggregations, ``to_table``), which
+    ``topology.optimization`` may merge with the other repartitions of the same key-changing operation;
+    ``repartition()`` and table re-groupings are not."""
     topic = topic_prefix if topic_prefix.endswith("-repartition") else f"{topic_prefix}-repartition"
-    check_topic_name(topic)
+    check_topic_name(topic, "repartition topic")
     sink = builder.names.processor(naming.SINK)
     flt = builder.names.processor(naming.FILTER)
     source = builder.names.processor(naming.SOURCE)
@@ -68,7 +74,12 @@ def repartition_node(
         partitioner=partitioner,
         num_partitions=num_partitions,
     )
-    builder.add_node(node)
+    node.optimizable = optimizable and not change_values
+    if register:
+        builder.add_node(node)
+    else:  # names drawn only (Kafka reuses an existing repartition node): detach from the parent
+        for parent in node.parents:
+            parent.children.remove(node)
     return node
 
 
@@ -100,11 +111,16 @@ class KStream:
         key_serde: Serde | bool | None = True,
         value_serde: Serde | bool | None = True,
         key_changed: bool = False,
+        value_changed: bool = False,
         stores: list[str] | None = None,
     ) -> KStream:
-        """Add a processor after this stream. ``True`` for a serde means "unchanged"."""
+        """Add a processor after this stream. ``True`` for a serde means "unchanged". ``key_changed`` /
+        ``value_changed`` mark the node as Kafka's key-/value-changing operation (the optimizer merges
+        the repartition topics that follow one key-changing operation)."""
         name = self._builder.names.processor(prefix, name_of(named))
         node = self._builder.add_node(ProcessorGraphNode(name, [self._node], supplier, stores))
+        node.key_changing = key_changed  # type: ignore[attr-defined]
+        node.value_changing = value_changed  # type: ignore[attr-defined]
         return KStream(
             self._builder,
             node,
@@ -136,7 +152,11 @@ class KStream:
     ) -> KStream:
         """``mapper(value)`` (or ``mapper(key, value)`` with ``with_key=True``); the key is kept."""
         return self._then(
-            naming.MAPVALUES, named, lambda: ops.KStreamMapValues(mapper, with_key), value_serde=None
+            naming.MAPVALUES,
+            named,
+            lambda: ops.KStreamMapValues(mapper, with_key),
+            value_serde=None,
+            value_changed=True,
         )
 
     def flat_map(
@@ -155,7 +175,11 @@ class KStream:
         self, mapper: Callable[..., Iterable[Any]], named: NamedLike = None, *, with_key: bool = False
     ) -> KStream:
         return self._then(
-            naming.FLATMAPVALUES, named, lambda: ops.KStreamFlatMapValues(mapper, with_key), value_serde=None
+            naming.FLATMAPVALUES,
+            named,
+            lambda: ops.KStreamFlatMapValues(mapper, with_key),
+            value_serde=None,
+            value_changed=True,
         )
 
     def select_key(self, mapper: Callable[[Any, Any], Any], named: NamedLike = None) -> KStream:
@@ -192,7 +216,10 @@ class KStream:
         )
 
     def repartition(self, repartitioned: Repartitioned | None = None) -> KStream:
-        """Write through an internal topic (``<name>-repartition``), e.g. after ``select_key``."""
+        """Write through an internal topic (``<name>-repartition``), e.g. after ``select_key``.
+
+        As in Kafka, records with a null key are dropped before the topic (logged, counted in the
+        dropped-records metric) unless a left join that accepts null keys follows downstream."""
         r = repartitioned or Repartitioned()
         key_serde = r.key_serde or self.key_serde
         value_serde = r.value_serde or self.value_serde
@@ -203,17 +230,23 @@ class KStream:
             prefix,
             key_serde,
             value_serde,
-            null_key_filter=False,
             partitioner=r.partitioner,
             num_partitions=r.num_partitions,
+            optimizable=False,
         )
         return KStream(self._builder, node, key_serde, value_serde, False)
 
-    def to(self, topic: str | Callable[[Any, Any], str], produced: Produced | None = None) -> None:
-        """Write to ``topic``, or to the topic ``topic(key, value)`` returns for each record."""
+    def to(self, topic: str | Callable[..., str], produced: Produced | None = None) -> None:
+        """Write to ``topic``, or to the topic a ``TopicNameExtractor`` returns for each record: a
+        callable ``(key, value)`` or, like Kafka's ``TopicNameExtractor.extract(key, value,
+        RecordContext)``, ``(key, value, record_context)`` (chosen when it takes three arguments;
+        ``record_context`` has ``topic``, ``partition``, ``offset``, ``timestamp`` and ``headers`` of
+        the record being written). A returned name that is not a legal topic name fails the record."""
         p = produced or Produced()
         if isinstance(topic, str):
             check_topic_name(topic)
+        elif not callable(topic) and not callable(getattr(topic, "extract", None)):
+            raise TopologyError(f"to(): expected a topic name or a TopicNameExtractor, got {topic!r}")
         name = self._builder.names.processor(naming.SINK, p.name)
         self._builder.add_node(
             SinkGraphNode(
@@ -250,9 +283,8 @@ class KStream:
         """The stream as a table: each record upserts its key (a ``None`` value deletes it). A stream
         whose key changed is repartitioned first, so each key's rows live in one task."""
         from edge.dsl.builder import store_spec
-        from edge.dsl.ktable import KTable
+        from edge.dsl.ktable import KTable, TableSourceState
         from edge.processor.ops.getters import StoreGetter, ValueGetterSupplier
-        from edge.processor.ops.table import KTableSource
 
         m = materialized_of(materialized)
         names = self._builder.names
@@ -260,18 +292,23 @@ class KStream:
         name = names.processor(naming.TOTABLE, explicit)
         store_name = m.store_name or names.store(naming.TOTABLE)
         spec = store_spec(m, store_name, self.key_serde, self.value_serde)
+        state = TableSourceState(spec, m.store_name is not None)
         parent = self._node
         if self.repartition_required:
-            parent = repartition_node(
-                self._builder, parent, f"{explicit or name}-repartition", spec.key_serde, self.value_serde
-            )
+            parent = repartition_node(self._builder, parent, name, spec.key_serde, spec.value_serde)
         node = self._builder.add_node(
             ProcessorGraphNode(
-                name, [parent], lambda: KTableSource(store_name), stores=[store_name], new_stores=[spec]
+                name,
+                [parent],
+                state.supplier,
+                stores=[store_name],
+                new_stores=[spec],
+                stores_if=lambda: state.materialized,
             )
         )
         getter = ValueGetterSupplier(lambda: StoreGetter(store_name), [store_name])
-        return KTable(self._builder, node, spec.key_serde, spec.value_serde, store_name, getter)
+        queryable = store_name if m.store_name is not None else None
+        return KTable(self._builder, node, spec.key_serde, spec.value_serde, queryable, getter, source=state)
 
     # -- grouping -------------------------------------------------------------------------------------
     def group_by(self, selector: Callable[[Any, Any], Any], grouped: Grouped | None = None) -> KGroupedStream:
@@ -405,31 +442,41 @@ class KStream:
         if isinstance(table, GlobalKTable):
             getter = table.getter_supplier()
             selector = key_selector or (lambda k, v: k)
-            return self._then(
-                prefix,
+            # Kafka names every global-table join KSTREAM-LEFTJOIN- (KStreamImpl.globalTableJoin)
+            joined_stream = self._then(
+                naming.LEFTJOIN,
                 explicit,
                 lambda: KStreamTableJoin(getter, joiner, left, selector),
                 value_serde=None,
                 stores=getter.store_names,
             )
+            joined_stream._node.null_key_relaxed = left  # type: ignore[attr-defined]
+            return joined_stream
         if not isinstance(table, KTable):
             raise TopologyError(f"join(): expected a KTable or GlobalKTable, got {type(table).__name__}")
         if key_selector is not None:
             raise TopologyError("join(): key_selector is only for GlobalKTable joins; use select_key() first")
         if table._builder is not self._builder:
             raise TopologyError("join(): the stream and the table must come from the same StreamsBuilder")
+        from edge.dsl.stream_joined import repartition_for_join
+
         this = self
         if self.repartition_required:
-            key_serde = j.key_serde or self.key_serde
-            value_serde = j.value_serde or self.value_serde
-            prefix_name = f"{explicit}-left" if explicit else self._node.name
-            node = repartition_node(self._builder, self._node, prefix_name, key_serde, value_serde)
-            this = KStream(self._builder, node, key_serde, value_serde, False)
+            # Kafka's repartitionForJoin: named after the join (no suffix) or the stream; a stream
+            # joined twice under its own name reuses its repartition topic
+            this = repartition_for_join(self, explicit or self.name, j.key_serde, j.value_serde)
         getter = table.getter_supplier()
-        return this._then(
+        if getattr(getter, "versioned", False) or j.grace_ms is not None:
+            from edge.dsl.versioned import versioned_stream_table_join
+
+            return versioned_stream_table_join(this, getter, joiner, j, prefix, explicit, left)
+        joined_stream = this._then(
             prefix,
             explicit,
             lambda: KStreamTableJoin(getter, joiner, left),
+            key_serde=j.key_serde or this.key_serde,
             value_serde=None,
             stores=getter.store_names,
         )
+        joined_stream._node.null_key_relaxed = left  # type: ignore[attr-defined]
+        return joined_stream

@@ -47,8 +47,11 @@ def name_of(named: Named | str | None) -> str | None:
     if named is None:
         return None
     name = named if isinstance(named, str) else named.name
-    if name is not None and not name:
-        raise TopologyError("an explicit name must not be empty")
+    if name is not None:
+        from edge.topology.naming import check_topic_name
+
+        # Kafka's Named.validate: names end up in topic and store names, so the same rules apply
+        check_topic_name(name, "name")
     return name
 
 
@@ -123,10 +126,35 @@ class Materialized(_Options):
     logging_enabled: bool = True
     #: window/session stores only: how long windows are kept (None = size + grace, as Kafka)
     retention_ms: int | None = None
+    #: versioned key-value stores only (``as_versioned``): how long old values stay readable
+    history_retention_ms: int | None = None
+    segment_interval_ms: int | None = None
 
     @classmethod
-    def as_(cls, store_name: str) -> Materialized:
+    def as_(cls, store_name: Any) -> Materialized:
+        """A named store; or, given ``Stores.persistent_versioned_key_value_store(...)``, a versioned one."""
+        from edge.state.versioned import VersionedBytesStoreSupplier
+
+        if isinstance(store_name, VersionedBytesStoreSupplier):
+            return cls(
+                store_name.name,
+                persistent=store_name.persistent,
+                caching_enabled=False,
+                history_retention_ms=store_name.history_retention_ms,
+                segment_interval_ms=store_name.segment_interval_ms,
+            )
         return cls(store_name)
+
+    @classmethod
+    def as_versioned(
+        cls, store_name: str, history_retention: Any, segment_interval: Any = None
+    ) -> Materialized:
+        """A versioned key-value store (KIP-889): every value of a key with its validity range, readable
+        "as of" a time for ``history_retention`` (ms or ``timedelta``); see :mod:`edge.state.versioned`.
+        Versioned stores are never cached."""
+        from edge.state.versioned import persistent_versioned_key_value_store
+
+        return cls.as_(persistent_versioned_key_value_store(store_name, history_retention, segment_interval))
 
     @classmethod
     def with_(cls, key_serde: Serde | None, value_serde: Serde | None) -> Materialized:
@@ -188,18 +216,68 @@ class Grouped(_Options):
 
 @dataclass(frozen=True, slots=True)
 class Joined(_Options):
+    """Serdes and name of a stream-table join; ``grace_ms`` (versioned tables only) holds stream
+    records back that long to join them in timestamp order (Kafka's ``Joined.withGracePeriod``)."""
+
     key_serde: Serde | None = None
     value_serde: Serde | None = None
     other_value_serde: Serde | None = None
     name: str | None = None
+    grace_ms: int | None = None
 
     @classmethod
-    def with_(cls, key_serde: Serde | None, value_serde: Serde | None, other: Serde | None = None) -> Joined:
-        return cls(key_serde, value_serde, other)
+    def with_(
+        cls,
+        key_serde: Serde | None,
+        value_serde: Serde | None,
+        other: Serde | None = None,
+        name: str | None = None,
+        grace: Any = None,
+    ) -> Joined:
+        return cls(key_serde, value_serde, other, name)._with_grace(grace)
+
+    def with_grace_period(self, grace: Any) -> Joined:
+        return self._with_grace(grace)
+
+    def _with_grace(self, grace: Any) -> Joined:
+        if grace is None:
+            return self
+        from edge.dsl.windows import to_millis
+
+        ms = to_millis(grace, "grace period")
+        if ms < 0:
+            raise TopologyError(f"the join grace period must not be negative, got {ms} ms")
+        return self._with(grace_ms=ms)
 
     @classmethod
     def as_(cls, name: str) -> Joined:
         return cls(name=name)
+
+
+@dataclass(frozen=True, slots=True)
+class TableJoined(_Options):
+    """Options of a foreign-key table-table join (Kafka's ``TableJoined``): the base name of its
+    processors, topics and subscription store, and partitioners for the left table's key
+    (``partitioner``, routes answers back) and the right table's key (``other_partitioner``, routes
+    subscriptions) when the tables are not partitioned like Kafka's default partitioner. Partitioners
+    are called as ``partitioner(topic, key, None, num_partitions)``."""
+
+    name: str | None = None
+    partitioner: StreamPartitioner | None = None
+    other_partitioner: StreamPartitioner | None = None
+
+    @classmethod
+    def as_(cls, name: str) -> TableJoined:
+        return cls(name)
+
+    @classmethod
+    def with_(
+        cls, partitioner: StreamPartitioner | None, other_partitioner: StreamPartitioner | None
+    ) -> TableJoined:
+        return cls(None, partitioner, other_partitioner)
+
+    def with_name(self, name: str) -> TableJoined:
+        return self._with(name=name)
 
 
 @dataclass(frozen=True, slots=True)

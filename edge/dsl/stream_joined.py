@@ -124,7 +124,7 @@ class OuterJoinStoreSpec(StoreSpec):
         )
 
 
-def _repartition_for_join(
+def repartition_for_join(
     stream: KStream, name: str, key_serde: Serde | None, value_serde: Serde | None
 ) -> KStream:
     """Kafka's ``repartitionForJoin``: the repartition names are always drawn (so later generated names
@@ -174,15 +174,11 @@ def stream_stream_join(
     builder, names, name = this._builder, this._builder.names, sj.name
     relaxed = left_outer or right_outer
     if this.repartition_required:
-        this = _repartition_for_join(
-            this, f"{name}-left" if name else this.name, sj.key_serde, sj.value_serde
-        )
-        this._node.keep_null_keys = relaxed  # type: ignore[attr-defined]
+        this = repartition_for_join(this, f"{name}-left" if name else this.name, sj.key_serde, sj.value_serde)
     if other.repartition_required:
-        other = _repartition_for_join(
+        other = repartition_for_join(
             other, f"{name}-right" if name else other.name, sj.key_serde, sj.other_value_serde
         )
-        other._node.keep_null_keys = relaxed  # type: ignore[attr-defined]
 
     this_suffix = "-outer-this-join" if right_outer else "-this-join"
     other_suffix = "-outer-other-join" if left_outer else "-other-join"
@@ -294,5 +290,7 @@ def stream_stream_join(
             ordered[0].new_stores.extend(shared_specs)
         for node in ordered:
             builder.add_node(node)
+    # Kafka labels a left/outer join NULL_KEY_RELAXED_JOIN: repartitions upstream keep null keys
+    this_w.null_key_relaxed = other_w.null_key_relaxed = relaxed  # type: ignore[attr-defined]
     merge = builder.add_node(ProcessorGraphNode(merge_name, [this_j, other_j], KStreamPassThrough))
     return KStream(builder, merge, key_serde, None, False)

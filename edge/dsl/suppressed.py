@@ -332,6 +332,9 @@ def suppress(table: KTable, suppressed: Suppressed) -> KTable:
             safe_to_drop_tombstones=final_results,
         )
 
+    # Kafka's KTableSuppressProcessorSupplier: the buffer keeps each key's prior value, so the parent must
+    # send old values (a source table is materialized for it)
+    table.enable_sending_old_values(True)
     node = builder.add_node(
         ProcessorGraphNode(name, [table._node], supplier, stores=[store_name], new_stores=[spec])
     )
@@ -340,7 +343,15 @@ def suppress(table: KTable, suppressed: Suppressed) -> KTable:
         lambda: SuppressedGetter(store_name, parent.make()),
         [store_name, *(s for s in parent.store_names if s != store_name)],
     )
-    return KTable(builder, node, table.key_serde, table.value_serde, None, getter)
+    return KTable(
+        builder,
+        node,
+        table.key_serde,
+        table.value_serde,
+        None,
+        getter,
+        old_values=table.enable_sending_old_values,
+    )
 
 
 __all__ = [

@@ -13,7 +13,9 @@ Endpoints (JSON unless noted)::
 Window and session stores: ``keys/<key>?from=&to=`` answers the key's windows (start in ``[from, to]``)
 or sessions (ending at or after ``from``, starting at or before ``to``); ``range`` and ``all`` take
 ``time_from=`` / ``time_to=``. Times are epoch ms or ISO-8601. Each entry carries ``window.start`` and
-``window.end``.
+``window.end``. Versioned stores (``Materialized.as_versioned``) answer ``keys/<key>`` with the
+latest value, ``keys/<key>?as_of=<time>`` with the value valid then, each with ``timestamp`` (valid
+from) and ``valid_to`` (None while current); they do not answer ``range``/``all``.
 
 404 unknown store or key, 400 bad parameters, 503 while the instance restores/rebalances or the owner of
 a key is unknown (retry). A key's partition is ``murmur2(key bytes) % partitions`` -- the producer's.
@@ -35,6 +37,7 @@ import orjson
 from edge.iq import windowed as win
 from edge.iq.keys import BadKeyError, parse_key, parse_time, to_jsonable, value_fields, windowed_fields
 from edge.processor.partitioner import default_partition
+from edge.serde import ValueAndTimestamp
 
 if TYPE_CHECKING:
     from edge.runtime.app import StreamsApp
@@ -94,11 +97,12 @@ class QueryServer:
     ) -> tuple[int, dict[str, Any]]:
         entry = self._catalog_entry(store)
         params = params or {}
-        unknown = set(params) - set(win.TIME_PARAMS)
+        unknown = set(params) - set(win.TIME_PARAMS) - {"as_of"}
         if unknown:
             raise HttpError(
                 400,
-                f"unknown parameter(s) {sorted(unknown)}; allowed: {list(win.TIME_PARAMS)} (windowed stores)",
+                f"unknown parameter(s) {sorted(unknown)}; allowed: {list(win.TIME_PARAMS)} (windowed "
+                "stores), as_of (versioned stores)",
             )
         try:
             key = parse_key(key_text, entry["key_serde"])
@@ -106,6 +110,7 @@ class QueryServer:
             bounds = tuple(
                 None if params.get(p) is None else parse_time(params[p], p) for p in win.TIME_PARAMS
             )
+            as_of = None if params.get("as_of") is None else parse_time(params["as_of"], "as_of")
         except BadKeyError as exc:
             raise HttpError(400, str(exc)) from exc
         except Exception as exc:
@@ -141,6 +146,8 @@ class QueryServer:
             kind = win.store_kind(s)
             if kind == "key_value":
                 return True, kind, s.get(key)
+            if kind == "versioned":
+                return True, kind, s.get(key) if as_of is None else s.get(key, as_of)
             return True, kind, win.fetch_key(s, key, *bounds)
 
         hosted, kind, value = app.run_on_stream_thread(lookup)
@@ -148,6 +155,19 @@ class QueryServer:
             raise HttpError(
                 503, f"partition {partition} of store {store!r} is not hosted here right now; retry"
             )
+        if kind == "versioned":
+            if set(params) - {"as_of"}:
+                raise HttpError(400, f"store {store!r} is a versioned store: only as_of applies")
+            if value is None:
+                when = "" if as_of is None else f" as of {as_of}"
+                raise HttpError(
+                    404, f"key {key!r} has no value{when} in store {store!r}", partition=partition
+                )
+            return self._key_answer(
+                store, key, ValueAndTimestamp(value.value, value.timestamp), partition, value
+            )
+        if "as_of" in params:
+            raise HttpError(400, f"store {store!r} is not versioned: as_of applies to versioned stores")
         if kind == "key_value":
             if params:
                 raise HttpError(
@@ -171,7 +191,7 @@ class QueryServer:
         }
 
     def _key_answer(
-        self, store: str, key: Any, value: Any, partition: int | None
+        self, store: str, key: Any, value: Any, partition: int | None, versioned: Any = None
     ) -> tuple[int, dict[str, Any]]:
         if value is None:
             raise HttpError(404, f"key {key!r} not found in store {store!r}", partition=partition)
@@ -179,6 +199,8 @@ class QueryServer:
             "store": store,
             "key": to_jsonable(key),
             **value_fields(value),
+            # versioned stores: when the value stopped being valid (None: it is the latest)
+            **({} if versioned is None else {"valid_to": versioned.valid_to}),
             "partition": partition,
             "instance": self.app.instance_id,
             "server": self.app.advertised_server,
@@ -243,6 +265,10 @@ class QueryServer:
                         stores.append(active.task.stores[store])
             out: list[tuple[bytes, Any, Any]] = []
             for s in stores:
+                if win.store_kind(s) == "versioned":
+                    raise HttpError(
+                        400, f"store {store!r} is a versioned store: query single keys (keys/<key>?as_of=)"
+                    )
                 if win.store_kind(s) != "key_value":
                     for w, v in win.scan(s, lo, hi, t_lo, t_hi, kind == "all")[: limit * 4]:
                         out.append((win.sort_key(serde, w), w, v))

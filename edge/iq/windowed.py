@@ -34,6 +34,8 @@ def store_kind(store: Any) -> str:
         return "window"
     if isinstance(store, MeteredSessionStore):
         return "session"
+    if getattr(store, "is_versioned", False):
+        return "versioned"  # edge.state.versioned: single keys, optionally ?as_of=
     return "key_value"
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -70,7 +71,33 @@ def create_topics(
             if exc.args and exc.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS:
                 continue
             raise TopicAdminError(f"could not create topic {name!r}: {exc}") from exc
+    _wait_visible(admin, {t.topic: t.num_partitions for t in to_create}, timeout_s)
     return created
+
+
+def _wait_visible(admin: AdminClient, want: Mapping[str, int], timeout_s: float) -> None:
+    """Wait until the broker's metadata shows every new topic with a leader for each partition.
+
+    Apache Kafka acknowledges CreateTopics once the controller has created a topic; the brokers learn
+    of it a moment later, and a client asking in between (the runtime checking its source topics, a
+    producer) would be told it does not exist. Tansu shows it at once, so this returns at once there.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        topics = admin.list_topics(timeout=timeout_s).topics
+        missing = [
+            name
+            for name, partitions in want.items()
+            if (meta := topics.get(name)) is None
+            or meta.error is not None
+            or len(meta.partitions) < partitions
+            or any(p.leader < 0 for p in meta.partitions.values())
+        ]
+        if not missing:
+            return
+        if time.monotonic() > deadline:
+            raise TopicAdminError(f"created topic(s) {missing} not in the metadata after {timeout_s}s")
+        time.sleep(0.05)
 
 
 def topic_partitions(handle: Any, topic: str, *, timeout_s: float = 10.0) -> int | None:

@@ -55,3 +55,6 @@ class StreamsConfig:
     #: delays final results, never changes them). None = Kafka's defaults: 1000 ms in the runtime, 0 (every
     #: record) in the TopologyTestDriver.
     emit_interval_ms_kstreams_windowed_aggregation: int | None = None
+    #: Kafka's ``default.production.exception.handler`` for records a sink cannot serialize: ``fail``
+    #: (the task fails) or ``continue`` (the record is dropped, logged and counted as dropped)
+    production_exception_handler: str = "fail"

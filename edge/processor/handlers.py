@@ -119,7 +119,12 @@ class LogAndContinueHandler:
 
 
 class DeadLetterQueueHandler:
-    """Send the original bytes with error headers to ``topic`` and continue."""
+    """Send the original bytes with error headers to ``topic`` and continue.
+
+    The runtime's collector makes the send safe: a record too large for the producer is truncated (with
+    a header saying so) and a send that fails is logged and counted, never raised -- a dead-letter queue
+    exists so that one bad record cannot stop the app, so sending it must not either.
+    """
 
     def __init__(self, topic: str, *, include_stacktrace: bool = False) -> None:
         self.topic = topic
@@ -139,6 +144,7 @@ class DeadLetterQueueHandler:
         if self.include_stacktrace:
             trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
             headers.append((HEADER_STACKTRACE, trace.encode()))
-        log.warning("%s; sent to dead-letter topic %s", _describe(error), self.topic)
+        # the send happens later (through the task's collector); the runtime logs its delivery report
+        log.warning("%s; routing it to dead-letter topic %s", _describe(error), self.topic)
         letter = DeadLetter(self.topic, error.key, error.value, error.timestamp, headers)
         return ErrorResponse(ErrorAction.CONTINUE, [letter])

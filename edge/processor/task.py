@@ -258,6 +258,7 @@ class StreamTask:
                     metrics=StoreMetrics() if timed else None,
                     changelog_collapse=self.config.changelog_collapse,
                     record_timestamp=lambda: meta.timestamp,
+                    request_commit=self._request_commit,
                 )
             )
             self.stores[name] = store
@@ -687,6 +688,33 @@ class StreamTask:
         return bool(fired)
 
     # -- commit ---------------------------------------------------------------------------------------
+    def _request_commit(self) -> None:
+        self.commit_requested = True
+
+    def innermost_stores(self) -> dict[str, Any]:
+        """Each store's bottom layer (the one holding the bytes: RocksDB, segments, in-memory)."""
+        out = {}
+        for name, store in self.stores.items():
+            layer = store
+            while getattr(layer, "wrapped", None) is not None:
+                layer = layer.wrapped
+            out[name] = layer
+        return out
+
+    def defer_store_writes(self) -> None:
+        """From now on the persistent stores write to disk only in :meth:`persist_stores` (the runtime
+        calls it after the commit), so local state is never ahead of the committed input offsets."""
+        for layer in self.innermost_stores().values():
+            if hasattr(layer, "defer_writes"):
+                layer.defer_writes = True
+
+    def persist_stores(self) -> None:
+        """Write the stores' buffered (now committed) writes to disk; see :meth:`defer_store_writes`."""
+        for layer in self.innermost_stores().values():
+            persist = getattr(layer, "persist", None)
+            if persist is not None:
+                persist()
+
     def commit_prepare(self) -> dict[tuple[str, int], int]:
         """Flush every store (cache -> downstream + changelog -> store); return offsets to commit.
 

@@ -61,14 +61,17 @@ log = logging.getLogger(__name__)
 UncaughtExceptionHandler = Callable[[BaseException], str]
 
 
-def resolve_topology(obj: Any) -> Any:
-    """Accept a Topology, a StreamsBuilder (``.build()``) or a zero-argument callable returning either."""
+def resolve_topology(obj: Any, optimization: str | None = None) -> Any:
+    """Accept a Topology, a StreamsBuilder (``.build(optimization=...)``, with the app's
+    ``topology.optimization``) or a zero-argument callable returning either."""
     if hasattr(obj, "subtopologies") and hasattr(obj, "build_processor_topology"):
         return obj
     if hasattr(obj, "build") and callable(obj.build):
-        return resolve_topology(obj.build())
+        if optimization is None:
+            return resolve_topology(obj.build())
+        return resolve_topology(obj.build(optimization=optimization))
     if callable(obj):
-        return resolve_topology(obj())
+        return resolve_topology(obj(), optimization)
     raise StreamsConfigError(
         f"expected a Topology, a StreamsBuilder or a function returning one, got {type(obj).__name__}"
     )
@@ -81,7 +84,7 @@ class StreamsApp(ProcessingLoop, RebalanceCallbacks, FailureAndShutdown):
         elif objects:
             config = config.with_overrides(**objects)
         self.config = config
-        self.topology = resolve_topology(topology)
+        self.topology = resolve_topology(topology, config.topology_optimization)
         self.lifecycle = Lifecycle()
         self.stats = RuntimeStats()
         self._stop = threading.Event()
@@ -100,6 +103,8 @@ class StreamsApp(ProcessingLoop, RebalanceCallbacks, FailureAndShutdown):
         self.standby: StandbyManager | None = None
         self.restoring = False
         self.advertised_server = config.application_server
+        #: exactly-once only: the broker passed the aborted-records probe (None: not probed / unknown)
+        self.broker_hides_aborted: bool | None = None
         #: an exception raised inside a rebalance callback, re-raised by the loop after consume() returns
         self._callback_error: BaseException | None = None
         self._closing = False
@@ -186,6 +191,10 @@ class StreamsApp(ProcessingLoop, RebalanceCallbacks, FailureAndShutdown):
         from edge.kafka import TopicSpec, create_topics
 
         ensure_internal_topics(self.plan, client)
+        if cfg.exactly_once:
+            threading.Thread(
+                target=self._probe_exactly_once, name="streamhouse-eos-probe", daemon=True
+            ).start()
         if dlq:
             create_topics(client, [TopicSpec(dlq, 1, cfg.replication_factor)])
         counters = self.stats.errors
@@ -198,6 +207,7 @@ class StreamsApp(ProcessingLoop, RebalanceCallbacks, FailureAndShutdown):
             "application_id": cfg.application_id,
             "deserialization_exception_handler": CountingHandler(deser, "deserialization", counters),
             "processing_exception_handler": CountingHandler(proc, "processing", counters),
+            "production_exception_handler": cfg.default_production_exception_handler,
             "cache_max_bytes": cfg.cache_max_bytes,
             "state_dir": Path(cfg.state_dir),
             "commit_interval_ms": cfg.effective_commit_interval_ms,
@@ -239,7 +249,11 @@ class StreamsApp(ProcessingLoop, RebalanceCallbacks, FailureAndShutdown):
                 self.producer.init_transactions(60)
             except KafkaException as exc:
                 raise StreamhouseError(f"could not initialise the transactional producer: {exc}") from exc
-        self.collector = KafkaCollector(self.producer, exactly_once=cfg.exactly_once)
+        self.collector = KafkaCollector(
+            self.producer,
+            exactly_once=cfg.exactly_once,
+            max_message_bytes=int(pconf.get("message.max.bytes", 1_000_000)),
+        )
         self.collector.dlq_topics = dlq_topics
         # consumers
         self._consumer_base = client.consumer(None, **dict(cfg.consumer_overrides))
@@ -309,6 +323,28 @@ class StreamsApp(ProcessingLoop, RebalanceCallbacks, FailureAndShutdown):
         )
         self._store_catalog = self._build_store_catalog()
 
+    def _probe_exactly_once(self) -> None:
+        """Warn when exactly-once runs on a broker that shows aborted records to read_committed readers
+        (the embedded Tansu broker does): downstream consumers may then read outputs of aborted
+        transactions, and a restore may apply an aborted changelog write to a store."""
+        from edge.kafka.probe import broker_hides_aborted_records
+
+        try:
+            self.broker_hides_aborted = broker_hides_aborted_records(
+                self.config.client(), f"{self.config.application_id}-eos-probe"
+            )
+        except Exception as exc:
+            log.warning("could not probe the broker's transaction isolation (%s)", exc)
+            return
+        if not self.broker_hides_aborted:
+            log.warning(
+                "processing.guarantee=exactly_once_v2 on a broker that shows aborted transactional "
+                "records to read_committed consumers (the embedded broker does): exactly-once is weaker "
+                "here -- consumers may read outputs of aborted transactions, and a restore after a crash "
+                "may apply an aborted changelog write, so state can count records twice. Use Apache "
+                "Kafka (STREAMHOUSE_BROKER_KIND=kafka) for exactly-once guarantees"
+            )
+
     def _aux_consumer_conf(self, role: str) -> dict[str, Any]:
         conf = dict(self._consumer_base)
         conf["group.id"] = f"{self.config.application_id}-{self.instance_id}-{role}"
@@ -357,6 +393,7 @@ class StreamsApp(ProcessingLoop, RebalanceCallbacks, FailureAndShutdown):
                     state_dir=Path(cfg.state_dir),
                     consumer_config=self._aux_consumer_conf("standby"),
                     batch_records=cfg.max_poll_records,
+                    markers=not cfg.exactly_once,
                 )
                 if cfg.num_standby_replicas > 0
                 else None
@@ -372,6 +409,7 @@ class StreamsApp(ProcessingLoop, RebalanceCallbacks, FailureAndShutdown):
                 reader=self.reader,
                 exactly_once=cfg.exactly_once,
                 on_restore=self._on_restored,
+                committed_offsets=self._committed_offsets,
             )
             assert self.plan is not None
             topics = self.plan.source_topics()

@@ -1,16 +1,31 @@
 """The commit protocol -- the one place that knows the order in which a commit happens.
 
+The rule: **a store is never ahead of the committed input offsets** -- after a crash at any point the
+state a task resumes with is exactly the state of the input offsets it resumes from. Stores of active
+tasks buffer their writes in memory (``defer_writes``) and reach disk only in step 6, after the commit.
+
 At-least-once::
 
-    1. flush every task's stores      (caches -> downstream processors/sinks + changelog records)
-    2. send changelog and sink records (already queued on the producer by step 1 and by processing)
+    1. flush every task's stores      (caches -> downstream processors/sinks + changelog records;
+                                       RocksDB writes stay in the stores' buffers)
+    2. end each changelog partition written since the last commit with a commit marker carrying the
+       task's input positions (:mod:`edge.runtime.markers`)
     3. flush the producer              (wait for every ack; a failed send aborts the commit)
-    4. commit input offsets            (synchronously, to the consumer group)
-    5. write local checkpoint files    (changelog offsets the stores now reflect)
+    4. commit input offsets            (synchronously, to the consumer group): this validates the markers
+    5. write the buffered store writes to RocksDB (one WriteBatch per store, WAL fsynced)
+    6. write local checkpoint files    (changelog offsets the stores now reflect: the markers')
+
+A crash before 4 leaves the previous offsets committed, the stores at the previous commit and the
+changelog with records after its last valid marker: the restore stops at that marker and compensates
+the orphans. A crash between 4 and 5 leaves the stores (and checkpoints) one commit behind: the restore
+re-applies the changelog up to the new marker. A crash between 5 and 6 only makes the next restore
+re-apply records the store already holds (changelog records are idempotent puts).
 
 Exactly-once v2: steps 2-4 are one Kafka transaction -- outputs, changelog records and the input offsets
-(``send_offsets_to_transaction``) become visible atomically at ``commit_transaction``. Checkpoints are
-written only on a clean close (a crash must rebuild state from the committed changelog).
+(``send_offsets_to_transaction``) become visible atomically at ``commit_transaction``; no markers (an
+aborted transaction's records are invisible to read_committed consumers on a broker that hides them --
+see the startup probe in :mod:`edge.runtime.app`). Stores are written after ``commit_transaction``;
+checkpoints only on a clean close (a crash rebuilds state from the committed changelog).
 """
 
 from __future__ import annotations
@@ -117,6 +132,11 @@ class Committer:
         offsets: dict[tuple[str, int], int] = {}
         for t in tasks:
             offsets.update(t.task.commit_prepare())
+        if not self.exactly_once:
+            # 2. commit markers (and the positions they name join the commit, even without new input)
+            for t in tasks:
+                for tp, off in t.send_markers(self.collector, offsets).items():
+                    offsets.setdefault(tp, off)
         tps = [TopicPartition(topic, p, off) for (topic, p), off in offsets.items()]
         if self.exactly_once:
             # 2-4 atomically: records queued in the transaction + input offsets, then commit
@@ -131,12 +151,20 @@ class Committer:
             self.txn_open = False
             self.collector.raise_if_failed()
         else:
-            # 2+3. every queued record acknowledged (raises if one failed: then nothing is committed)
+            # 3. every queued record acknowledged (raises if one failed: then nothing is committed)
             self.collector.flush(self.timeout_s)
             # 4. input offsets
             if tps:
                 self.consumer.commit(offsets=tps, asynchronous=False)
-        # 5. checkpoints (exactly-once: only on clean close)
+        # 5. the committed writes reach the stores' disks
+        for t in tasks:
+            t.task.persist_stores()
+            p = t.key[1]
+            for topic in t.task.source_topics:
+                off = offsets.get((topic, p))
+                if off is not None:
+                    t.committed[(topic, p)] = off
+        # 6. checkpoints (exactly-once: only on clean close)
         written = self.collector.changelog_offsets
         for t in tasks:
             t.update_offsets(written)

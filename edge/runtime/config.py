@@ -84,6 +84,13 @@ class StreamsConfig:
     #: ``fail`` | ``continue`` | ``dlq`` (``dlq`` needs ``errors.dead.letter.queue.topic.name``)
     default_deserialization_exception_handler: str = "fail"
     default_processing_exception_handler: str = "fail"
+    #: Kafka's ``default.production.exception.handler``: ``fail`` | ``continue`` for a record a sink
+    #: cannot serialize (``continue`` drops it, logged and counted in the dropped-records metric)
+    default_production_exception_handler: str = "fail"
+    #: Kafka's ``topology.optimization``: ``none``, ``all`` or a comma-separated list of
+    #: ``reuse.ktable.source.topics``, ``merge.repartition.topics``; applied when the app is given a
+    #: StreamsBuilder (a Topology is already built: pass ``optimization=`` to ``StreamsBuilder.build``)
+    topology_optimization: str = "none"
     errors_dead_letter_queue_topic_name: str | None = None
     #: ``shutdown_client`` | ``shutdown_application`` | ``replace_thread``: answer when no handler is set
     uncaught_exception_response: str = SHUTDOWN_CLIENT
@@ -170,6 +177,18 @@ class StreamsConfig:
                 raise StreamsConfigError(f"{key} must be fail, continue or dlq, got {value!r}")
             if value == "dlq" and not self.errors_dead_letter_queue_topic_name:
                 raise StreamsConfigError(f"{key}=dlq needs errors.dead.letter.queue.topic.name")
+        if self.default_production_exception_handler not in ("fail", "continue"):
+            raise StreamsConfigError(
+                "default.production.exception.handler must be fail or continue, "
+                f"got {self.default_production_exception_handler!r}"
+            )
+        from edge.dsl.builder import optimization_rules
+        from edge.errors import TopologyError
+
+        try:
+            optimization_rules(self.topology_optimization)
+        except TopologyError as exc:
+            raise StreamsConfigError(str(exc)) from None
         if self.uncaught_exception_response not in (SHUTDOWN_CLIENT, SHUTDOWN_APPLICATION, REPLACE_THREAD):
             raise StreamsConfigError(
                 "uncaught.exception.response must be shutdown_client, shutdown_application or "
@@ -340,6 +359,8 @@ _ALIASES = {
     "default.value.serde": "default_value_serde",
     "default.deserialization.exception.handler": "default_deserialization_exception_handler",
     "default.processing.exception.handler": "default_processing_exception_handler",
+    "default.production.exception.handler": "default_production_exception_handler",
+    "topology.optimization": "topology_optimization",
     "errors.dead.letter.queue.topic.name": "errors_dead_letter_queue_topic_name",
     "uncaught.exception.response": "uncaught_exception_response",
     "max.task.idle.ms": "max_task_idle_ms",

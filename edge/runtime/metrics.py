@@ -100,6 +100,15 @@ def render_metrics(app: StreamsApp) -> str:
             s.errors.get("dead_letters", 0), **base
         )
     )
+    col = getattr(app, "collector", None)
+    dlq = MetricFamily(
+        P + "dlq_outcomes_total",
+        "counter",
+        "Dead letters by outcome: delivered, truncated (value cut to fit message.max.bytes), failed (lost)",
+    )
+    for outcome in ("delivered", "truncated", "failed"):
+        dlq.add(getattr(col, f"dlq_{outcome}", 0) if col is not None else 0, **base, outcome=outcome)
+    fams.append(dlq)
     reg = app.registry
     dropped = MetricFamily(
         P + "dropped_records_total",

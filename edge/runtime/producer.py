@@ -5,6 +5,13 @@ default (murmur2 of the key bytes), so interactive queries can locate a key with
 :func:`edge.processor.partitioner.default_partition`. Changelog records carry explicit partitions and
 a delivery callback that records the last written offset per changelog partition: those offsets are
 what the checkpoint file stores.
+
+Dead letters (records sent to a dead-letter topic) never stop the app: a dead letter larger than the
+producer's ``message.max.bytes`` keeps its key and headers and a truncated value, with the headers
+``__streamhouse.errors.value.truncated`` / ``__streamhouse.errors.value.size`` saying so; one the
+broker still refuses is logged with the original record's coordinates and counted (``dlq_failed``),
+never raised -- otherwise the same bad record would crash every restart. Success is logged from the
+delivery report, not before the send.
 """
 
 from __future__ import annotations
@@ -20,6 +27,11 @@ from edge.processor.record import Headers
 
 log = logging.getLogger(__name__)
 
+HEADER_TRUNCATED = "__streamhouse.errors.value.truncated"
+HEADER_ORIGINAL_SIZE = "__streamhouse.errors.value.size"
+#: room left for the record batch framing when sizing a dead letter against ``message.max.bytes``
+_FRAMING_BYTES = 1024
+
 
 class ProducerSendError(StreamhouseError):
     def __init__(self, message: str, *, topic: str | None = None, error: KafkaError | None = None) -> None:
@@ -31,8 +43,12 @@ class ProducerSendError(StreamhouseError):
 class KafkaCollector:
     """RecordCollector + ChangelogSink over one confluent Producer (transactional under exactly-once)."""
 
-    def __init__(self, producer: Producer, *, exactly_once: bool = False) -> None:
+    def __init__(
+        self, producer: Producer, *, exactly_once: bool = False, max_message_bytes: int = 1_000_000
+    ) -> None:
         self.producer = producer
+        #: the producer's ``message.max.bytes``: dead letters are truncated to fit it
+        self.max_message_bytes = max_message_bytes
         #: exactly-once: a failed record fails ``commit_transaction``, so sink records carry no
         #: per-record delivery callback (one Python call + Message object less per output record)
         self._sink_cb = None if exactly_once else self._on_delivery
@@ -40,11 +56,19 @@ class KafkaCollector:
         self._poll = producer.poll
         #: (changelog topic, partition) -> offset of the last acknowledged record
         self.changelog_offsets: dict[tuple[str, int], int] = {}
+        #: changelog partitions written since their last commit marker (see :mod:`edge.runtime.markers`)
+        self.marker_due: set[tuple[str, int]] = set()
         self._partitions: dict[str, int] = {}
         self.first_error: tuple[str, KafkaError] | None = None
         self.sent = 0
         self.dlq_topics: set[str] = set()
         self.dlq_sent = 0
+        #: dead letters whose value was truncated to fit ``message.max.bytes``
+        self.dlq_truncated = 0
+        #: dead letters that could not be delivered at all (logged, counted, never raised)
+        self.dlq_failed = 0
+        #: dead letters acknowledged by the broker
+        self.dlq_delivered = 0
 
     # -- RecordCollector ------------------------------------------------------------------------------
     def send(
@@ -58,6 +82,9 @@ class KafkaCollector:
     ) -> None:
         if topic in self.dlq_topics:
             self.dlq_sent += 1
+            self._send_dead_letter(topic, key, value, timestamp, headers, partition)
+            self.sent += 1
+            return
         try:
             self._produce(
                 topic,
@@ -81,6 +108,73 @@ class KafkaCollector:
             )
         self.sent += 1
 
+    # -- dead letters ---------------------------------------------------------------------------------
+    def _send_dead_letter(
+        self,
+        topic: str,
+        key: bytes | None,
+        value: bytes | None,
+        timestamp: int,
+        headers: Headers | None,
+        partition: int | None,
+    ) -> None:
+        headers = list(headers or ())
+        fixed = len(key or b"") + sum(len(k) + len(v or b"") for k, v in headers) + _FRAMING_BYTES
+        budget = self.max_message_bytes - fixed - 64  # 64: the two headers added below
+        if value is not None and len(value) > budget:
+            original = len(value)
+            value = value[: max(budget, 0)]
+            headers += [(HEADER_TRUNCATED, b"true"), (HEADER_ORIGINAL_SIZE, str(original).encode())]
+            self.dlq_truncated += 1
+            log.warning(
+                "dead letter for %s is %d bytes, over message.max.bytes (%d): sending its headers and "
+                "the first %d bytes of its value (header %s=true)",
+                _origin(headers),
+                original,
+                self.max_message_bytes,
+                len(value),
+                HEADER_TRUNCATED,
+            )
+        kwargs = {
+            "partition": -1 if partition is None else partition,
+            "on_delivery": self._on_dlq_delivery,
+            "timestamp": timestamp if timestamp > 0 else 0,
+            "headers": headers,
+        }
+        try:
+            try:
+                self._produce(topic, value, key, **kwargs)
+            except BufferError:
+                self._poll(0.5)
+                self._produce(topic, value, key, **kwargs)
+        except (KafkaException, BufferError, ValueError, TypeError) as exc:
+            self.dlq_failed += 1
+            log.error(
+                "could not send the dead letter for %s to %s (%s); it is lost, processing continues",
+                _origin(headers),
+                topic,
+                exc,
+            )
+
+    def _on_dlq_delivery(self, err: KafkaError | None, msg: Any) -> None:
+        if err is not None:
+            self.dlq_failed += 1
+            log.error(
+                "dead letter for %s was not delivered to %s (%s); it is lost, processing continues",
+                _origin(msg.headers()),
+                msg.topic(),
+                err,
+            )
+            return
+        self.dlq_delivered += 1
+        log.warning(
+            "sent the dead letter for %s to %s [%d] at offset %d",
+            _origin(msg.headers()),
+            msg.topic(),
+            msg.partition(),
+            msg.offset(),
+        )
+
     def partitions_for(self, topic: str) -> int:
         n = self._partitions.get(topic)
         if n is None:
@@ -92,6 +186,18 @@ class KafkaCollector:
 
     # -- ChangelogSink --------------------------------------------------------------------------------
     def send_changelog(
+        self, topic: str, partition: int, key: bytes, value: bytes | None, timestamp: int
+    ) -> None:
+        self.marker_due.add((topic, partition))
+        self._send_changelog_record(topic, partition, key, value, timestamp)
+
+    def send_marker(self, topic: str, partition: int, key: bytes, value: bytes) -> None:
+        """A commit marker (:mod:`edge.runtime.markers`): acknowledged like a changelog record, so the
+        checkpoint ends on it."""
+        self.marker_due.discard((topic, partition))
+        self._send_changelog_record(topic, partition, key, value, 0)
+
+    def _send_changelog_record(
         self, topic: str, partition: int, key: bytes, value: bytes | None, timestamp: int
     ) -> None:
         try:
@@ -144,6 +250,17 @@ class KafkaCollector:
 
     def poll(self) -> None:
         self._poll(0)
+
+
+def _origin(headers: Any) -> str:
+    """``topic-partition@offset`` of the record a dead letter carries (from its error headers)."""
+    found: dict[str, str] = {}
+    for k, v in headers or ():
+        if k in ("__streams.errors.topic", "__streams.errors.partition", "__streams.errors.offset"):
+            found[k.rsplit(".", 1)[1]] = (v or b"").decode(errors="replace")
+    if not found:
+        return "a record"
+    return f"{found.get('topic', '?')}-{found.get('partition', '?')}@{found.get('offset', '?')}"
 
 
 class ChangelogSinkAdapter:

@@ -12,7 +12,7 @@ import contextlib
 import logging
 from collections.abc import Callable
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from edge.runtime.restore import RestoreProgress
 from edge.runtime.standby import standby_wanted
@@ -72,6 +72,22 @@ class RebalanceCallbacks:
             self.restoring = False
         for active in created:
             registry.add(active)
+
+    def _committed_offsets(self, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        """The group's committed offsets (next offset to read) of ``partitions``; absent = none yet.
+
+        A restore under at-least-once trusts only the changelog records these offsets cover
+        (:mod:`edge.runtime.markers`), so a failure to read them fails the assignment rather than guess.
+        """
+        tps = [TopicPartition(topic, p) for topic, p in partitions]
+        committed = self.consumer.committed(tps, timeout=30)
+        out: dict[tuple[str, int], int] = {}
+        for tp in committed:
+            if tp.error is not None:
+                raise KafkaException(tp.error)
+            if tp.offset >= 0:
+                out[(tp.topic, tp.partition)] = tp.offset
+        return out
 
     def _on_restored(self, progress: RestoreProgress) -> None:
         stats = self.stats

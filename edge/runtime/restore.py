@@ -10,6 +10,7 @@ endpoint exposes and the query server uses to answer 503 while restoring.
 from __future__ import annotations
 
 import logging
+import struct
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -18,6 +19,10 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from edge.errors import StreamhouseError
+from edge.runtime.markers import MARKER_KEYS, is_marker, marker_is_committed
+
+#: the 8-byte big-endian timestamp prefix of a timestamped store value (ValueAndTimestampSerde)
+_TIMESTAMP = struct.Struct(">q")
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +77,21 @@ class RestoreTarget:
     progress: RestoreProgress
     #: set by the reader when the changelog is behind the checkpoint (the store must be rebuilt)
     ahead_of_changelog: bool = False
+    #: at-least-once: the group's committed input offsets of the task (None: apply every record)
+    committed: dict[tuple[str, int], int] | None = None
+    #: the local state may hold records after the last valid marker (a former standby's directory):
+    #: if there are orphans, the store must be rebuilt from scratch
+    may_hold_orphans: bool = False
+    #: keys of records after the last committed marker (not applied; the task compensates them)
+    orphans: set[bytes] = field(default_factory=set)
+    #: index in MARKER_KEYS of the last committed marker seen (None: none seen)
+    marker_index: int | None = None
+    #: records read since the last committed marker, applied when the next one proves them committed
+    held: list[tuple[bytes, bytes | None]] = field(default_factory=list)
+    #: the changelog is a table's source topic (``topology.optimization``): its values are plain, the
+    #: store's are timestamped, so each value gets the record's timestamp prefixed (Kafka's
+    #: ``RecordConverters.rawValueToTimestampedValue``)
+    source_topic: bool = False
 
 
 class ChangelogReader:
@@ -197,16 +217,40 @@ class ChangelogReader:
                     batch = batches.get(tp)
                     if batch is None:
                         batch = batches[tp] = []
-                    batch.append((msg.key(), msg.value()))
+                    key = msg.key()
+                    if target.committed is not None:
+                        if is_marker(key):
+                            if marker_is_committed(msg.value(), target.committed):
+                                batch.extend(target.held)
+                                target.held = []
+                                target.marker_index = MARKER_KEYS.index(key)
+                                target.progress.last_offset = offset
+                        else:
+                            target.held.append((key, msg.value()))
+                        continue
+                    if target.source_topic:
+                        raw = msg.value()
+                        batch.append(
+                            (key, None if raw is None else _TIMESTAMP.pack(msg.timestamp()[1]) + raw)
+                        )
+                    elif not is_marker(key):
+                        batch.append((key, msg.value()))
                     target.progress.last_offset = offset
                 for tp, batch in batches.items():
-                    target = by_tp[tp]
-                    target.apply(batch)
-                    target.progress.restored += len(batch)
+                    if batch:
+                        target = by_tp[tp]
+                        target.apply(batch)
+                        target.progress.restored += len(batch)
                 for tp in finished:
                     if tp in pending:
                         pending.discard(tp)
                         target = by_tp[tp]
+                        if target.held:
+                            # after the last committed marker: input never committed
+                            target.orphans.update(k for k, _ in target.held)
+                            target.held = []
+                            if target.may_hold_orphans:
+                                target.ahead_of_changelog = True
                         target.progress.finished_at = time.monotonic()
                         self._log_done(target.progress)
                 if self.on_progress is not None:

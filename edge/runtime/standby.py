@@ -23,8 +23,9 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
+from edge.runtime.markers import is_marker
 from edge.runtime.restore import RestoreProgress
-from edge.runtime.tasks import TaskKey, load_checkpoint, task_name, wipe_task_state
+from edge.runtime.tasks import STANDBY_MARK, TaskKey, load_checkpoint, task_name, wipe_task_state
 from edge.state import StoreContext, task_dir
 from edge.state.checkpoint import checkpoint_path, write_checkpoint
 
@@ -41,6 +42,10 @@ class StandbyTask:
     offsets: dict[tuple[str, int], int] = field(default_factory=dict)
     progress: dict[tuple[str, int], RestoreProgress] = field(default_factory=dict)
     dirty: bool = False
+    #: at-least-once: offsets the checkpoint records -- the last commit marker applied, never a
+    #: record after it (those may be orphans; see :mod:`edge.runtime.markers`), so a promotion re-reads
+    #: them and detects orphans. None: checkpoint the last applied record (exactly-once: no markers)
+    marked: dict[tuple[str, int], int] | None = None
 
     @property
     def id(self) -> str:
@@ -51,7 +56,7 @@ class StandbyTask:
             for store in self.stores.values():
                 store.flush()
             self.dirty = False
-        write_checkpoint(checkpoint_path(self.dir), self.offsets)
+        write_checkpoint(checkpoint_path(self.dir), self.offsets if self.marked is None else self.marked)
 
     def close(self) -> None:
         try:
@@ -74,8 +79,11 @@ class StandbyManager:
         state_dir: Path,
         consumer_config: dict[str, Any],
         batch_records: int,
+        markers: bool = False,
     ) -> None:
         self.topology = topology
+        #: at-least-once changelogs carry commit markers (:mod:`edge.runtime.markers`)
+        self.markers = markers
         self.task_config = task_config
         self.application_id = application_id
         self.state_dir = state_dir
@@ -154,7 +162,10 @@ class StandbyManager:
                 offsets[(topic, p)] = checkpoint[(topic, p)]
         if not stores:
             return None
-        task = StandbyTask(key, tdir, stores, by_tp, offsets)
+        task = StandbyTask(key, tdir, stores, by_tp, offsets, marked=dict(offsets) if self.markers else None)
+        # what a standby applies may include records of uncommitted input: an active task taking this
+        # directory over checks for them (STANDBY_MARK) before trusting it
+        (tdir / STANDBY_MARK).touch()
         for (topic, part), store in by_tp.items():
             task.progress[(topic, part)] = RestoreProgress(
                 store.name, task.id, topic, part, offsets.get((topic, part), -1) + 1, standby=True
@@ -189,6 +200,7 @@ class StandbyManager:
             return 0
         batches: dict[tuple[str, int], list[tuple[bytes, bytes | None]]] = {}
         last: dict[tuple[str, int], int] = {}
+        markers: dict[tuple[str, int], int] = {}
         for msg in msgs:
             err = msg.error()
             if err is not None:
@@ -199,7 +211,11 @@ class StandbyManager:
             batch = batches.get(tp)
             if batch is None:
                 batch = batches[tp] = []
-            batch.append((msg.key(), msg.value()))
+            key = msg.key()
+            if is_marker(key):
+                markers[tp] = msg.offset()
+            else:
+                batch.append((key, msg.value()))
             last[tp] = msg.offset()
         applied = 0
         for tp, batch in batches.items():
@@ -207,8 +223,11 @@ class StandbyManager:
             if entry is None:
                 continue
             task, store = entry
-            store.restore_batch(batch)
+            if batch:
+                store.restore_batch(batch)
             task.offsets[tp] = last[tp]
+            if task.marked is not None and tp in markers:
+                task.marked[tp] = markers[tp]
             task.dirty = True
             pr = task.progress.get(tp)
             if pr is not None:

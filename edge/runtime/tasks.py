@@ -5,12 +5,20 @@ checkpoint file there holds, per changelog partition, the offset of the last cha
 local state reflects; restoring starts at that offset + 1. A missing checkpoint means the local state
 cannot be trusted (first start, crash under exactly-once, deleted state dir): the store directories are
 wiped and rebuilt from the changelog from offset 0. A corrupt checkpoint or store is treated the same.
+
+At-least-once (see :mod:`edge.runtime.markers`): a restore reads the group's committed offsets of the
+task's input partitions first, applies only the changelog records up to the last commit marker those
+offsets cover, and sends a compensation for every orphan key after it. A directory last written by a
+standby (``STANDBY_MARK``) may hold orphans: it is rebuilt from scratch when the changelog has any.
+Restored stores then defer their writes to the post-commit step (local state never runs ahead of the
+committed offsets).
 """
 
 from __future__ import annotations
 
 import logging
 import shutil
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +27,7 @@ from typing import Any
 from edge.errors import StateStoreError
 from edge.processor.partition_group import PartitionGroup
 from edge.processor.task import StreamTask
+from edge.runtime.markers import MARKER_KEYS, encode_marker
 from edge.runtime.restore import ChangelogReader, RestoreProgress, RestoreTarget
 from edge.state import task_dir
 from edge.state.checkpoint import checkpoint_path, delete_checkpoint, read_checkpoint, write_checkpoint
@@ -26,6 +35,11 @@ from edge.state.checkpoint import checkpoint_path, delete_checkpoint, read_check
 log = logging.getLogger(__name__)
 
 TaskKey = tuple[int, int]  # (subtopology id, partition)
+
+#: file in a task directory whose stores a standby wrote (they may hold uncommitted changelog records)
+STANDBY_MARK = ".standby"
+
+CommittedOffsets = Callable[[list[tuple[str, int]]], dict[tuple[str, int], int]]
 
 
 def task_name(key: TaskKey) -> str:
@@ -64,10 +78,44 @@ class ActiveTask:
     #: the task's input partitions in timestamp order (tasks reading several partitions only; see
     #: :mod:`edge.runtime.record_order`)
     group: PartitionGroup | None = None
+    #: the group's committed offsets of the task's input partitions (at-least-once; updated on commit)
+    committed: dict[tuple[str, int], int] = field(default_factory=dict)
+    #: (changelog topic, partition) -> index in MARKER_KEYS of the next commit marker's key
+    marker_index: dict[tuple[str, int], int] = field(default_factory=dict)
 
     @property
     def id(self) -> str:
         return self.task.id
+
+    @property
+    def changelog_partitions(self) -> list[tuple[str, int]]:
+        return [(topic, self.key[1]) for topic in self.changelogs.values()]
+
+    def positions(self, prepared: dict[tuple[str, int], int]) -> dict[tuple[str, int], int]:
+        """Next offsets of every input partition of the task: the commit's, else the committed ones."""
+        p = self.key[1]
+        out = dict(self.committed)
+        for topic in self.task.source_topics:
+            off = prepared.get((topic, p))
+            if off is not None:
+                out[(topic, p)] = off
+        return out
+
+    def send_markers(
+        self, collector: Any, prepared: dict[tuple[str, int], int]
+    ) -> dict[tuple[str, int], int]:
+        """End every changelog partition written since the last commit with a commit marker; returns
+        the input positions the commit must commit for the markers to become valid ({} if none sent)."""
+        due = [tp for tp in self.changelog_partitions if tp in collector.marker_due]
+        if not due:
+            return {}
+        positions = self.positions(prepared)
+        value = encode_marker(positions)
+        for tp in due:
+            i = self.marker_index.get(tp, 0)
+            collector.send_marker(tp[0], tp[1], MARKER_KEYS[i], value)
+            self.marker_index[tp] = 1 - i
+        return positions
 
     def update_offsets(self, written: dict[tuple[str, int], int]) -> None:
         p = self.key[1]
@@ -96,6 +144,7 @@ class TaskFactory:
         reader: ChangelogReader,
         exactly_once: bool,
         on_restore: Callable[[RestoreProgress], None] | None = None,
+        committed_offsets: CommittedOffsets | None = None,
     ) -> None:
         self.topology = topology
         self.task_config = task_config
@@ -107,6 +156,8 @@ class TaskFactory:
         self.reader = reader
         self.exactly_once = exactly_once
         self.on_restore = on_restore
+        #: at-least-once: reads the group's committed offsets (None: restore every changelog record)
+        self.committed_offsets = None if exactly_once else committed_offsets
 
     def task_dir(self, key: TaskKey) -> Path:
         return task_dir(self.state_dir, self.application_id, task_name(key))
@@ -134,10 +185,22 @@ class TaskFactory:
         for key in keys:
             tasks.append(self._open(key))
         try:
+            if self.committed_offsets is not None:
+                wanted = [(topic, t.key[1]) for t in tasks for topic in t.task.source_topics]
+                committed = self.committed_offsets(wanted) if wanted else {}
+                for t in tasks:
+                    p = t.key[1]
+                    t.committed = {
+                        (topic, p): committed[(topic, p)]
+                        for topic in t.task.source_topics
+                        if (topic, p) in committed
+                    }
             self._restore(tasks, should_stop)
             # processors start only on restored stores (Kafka: restore, then init the topology)
             for t in tasks:
                 t.task.initialize_processors()
+                t.task.defer_store_writes()
+                (t.dir / STANDBY_MARK).unlink(missing_ok=True)
         except BaseException:
             for t in tasks:
                 try:
@@ -184,17 +247,25 @@ class TaskFactory:
     def _restore(self, tasks: list[ActiveTask], should_stop: Callable[[], bool]) -> None:
         """Restore ``tasks`` (replaced in place when a store had to be rebuilt from scratch)."""
         pending = list(tasks)
+        marking = self.committed_offsets is not None
         for _attempt in range(2):
             targets: list[tuple[ActiveTask, RestoreTarget]] = []
             for t in pending:
                 p = t.key[1]
                 t.progress = []
+                from_standby = (t.dir / STANDBY_MARK).exists()
                 for name, topic in t.changelogs.items():
                     store = t.task.stores[name]
                     start = t.offsets.get((topic, p), -1) + 1
                     progress = RestoreProgress(name, t.id, topic, p, start)
                     t.progress.append(progress)
-                    targets.append((t, RestoreTarget(store.restore_batch, progress)))
+                    target = RestoreTarget(store.restore_batch, progress)
+                    # a source topic reused as changelog (topology.optimization) carries no commit markers
+                    target.source_topic = topic in t.task.source_topics
+                    if marking and not target.source_topic:
+                        target.committed = t.committed
+                        target.may_hold_orphans = from_standby and start > 0
+                    targets.append((t, target))
             self.reader.restore([tg for _, tg in targets], should_stop)
             rebuild: set[TaskKey] = set()
             for t, tg in targets:
@@ -206,6 +277,11 @@ class TaskFactory:
                 if tg.ahead_of_changelog:
                     rebuild.add(t.key)
             if not rebuild:
+                for t, tg in targets:
+                    if tg.marker_index is not None:
+                        t.marker_index[(tg.progress.topic, tg.progress.partition)] = 1 - tg.marker_index
+                    if tg.orphans:
+                        self._compensate(t, tg)
                 return
             fresh_list = []
             for t in pending:
@@ -217,12 +293,34 @@ class TaskFactory:
                 )
                 t.task.close()
                 wipe_task_state(t.dir)
+                (t.dir / STANDBY_MARK).unlink(missing_ok=True)
                 fresh = self._build(t.key)
+                fresh.committed = t.committed
                 fresh.task.initialize_stores()
                 tasks[tasks.index(t)] = fresh
                 fresh_list.append(fresh)
             pending = fresh_list
         raise StateStoreError("state could not be rebuilt from the changelog after wiping it")
+
+    def _compensate(self, t: ActiveTask, target: RestoreTarget) -> None:
+        """Undo orphan changelog records for later readers: send each orphan key's restored (committed)
+        value, or a tombstone, to the changelog; the task's next commit ends them with a marker."""
+        topic, p = target.progress.topic, target.progress.partition
+        layer = t.task.innermost_stores()[target.progress.store]
+        value_of = getattr(layer, "changelog_value", None) or layer.get
+        now = time.time_ns() // 1_000_000
+        for key in sorted(target.orphans):
+            self.changelog_sink.send(topic, p, key, value_of(key), now)
+        log.warning(
+            "changelog %s-%d of task %s holds records of %d key(s) written after the last committed "
+            "input offsets (a crash between sending them and committing): not restored, and "
+            "compensated in the changelog",
+            topic,
+            p,
+            t.id,
+            len(target.orphans),
+        )
+        target.orphans = set()
 
 
 class TaskRegistry:

@@ -121,6 +121,16 @@ def plan_topics(
             counts[t] = existing[resolved]
         elif requested.get(resolved):
             counts[t] = int(requested[resolved])  # Repartitioned.with_number_of_partitions(n)
+    # Kafka's CopartitionedTopicsEnforcer: an internal topic read beside external topics (the other side
+    # of a join: a foreign-key join's subscription topic beside the right table, its response topic
+    # beside the left table) takes their partition count rather than its writer's.
+    for st in subs:
+        external = {counts[t] for t in st.source_topics if t not in internal_names and t in counts}
+        if len(external) == 1:
+            n = next(iter(external))
+            for t in st.source_topics:
+                if t in internal_names and t not in counts:
+                    counts[t] = n
     for _ in range(len(subs) + 1):
         changed = False
         for st in subs:

@@ -239,6 +239,9 @@ class StoreContext:
     #: collapse changelog records per key until ``flush()`` (the commit) instead of sending one per
     #: write: the changelog then holds each key's last value per commit, like with the record cache.
     changelog_collapse: bool = False
+    #: asks the task for an early commit (a deferred-write store whose buffer is full calls it instead
+    #: of writing uncommitted data to disk); None outside a task
+    request_commit: Callable[[], None] | None = None
 
     @property
     def task_dir(self) -> Path:

@@ -9,6 +9,9 @@
   entries are flushed first (as NamedCache does) so changelog order stays consistent.
 * Entry size = key + value + ``ENTRY_OVERHEAD`` bytes. ``cache_max_bytes == 0`` switches to a
   write-through mode (no caching) that still calls the listener synchronously on every write.
+* A dirty entry written with headers (a KTable update) keeps them; the flush listener receives them as a
+  fifth argument, so a cache-flushed update carries the headers of the record that last wrote the key
+  (Kafka's LRU cache entries keep the record context).
 * Reads of keys not in the cache go to the wrapped store; hits are cached as clean entries. Range/prefix
   scans merge a sorted snapshot of cache entries with the wrapped store's iterator.
 """
@@ -38,6 +41,7 @@ class CachingKeyValueStore:
         self.persistent = wrapped.persistent
         self._cache: OrderedDict[bytes, bytes | None] = OrderedDict()
         self._dirty: dict[bytes, int] = {}
+        self._headers: dict[bytes, object] = {}  # headers of dirty entries written with headers
         self._size = 0
         self._max = 0
         self._sorted: list[bytes] | None = None
@@ -110,6 +114,7 @@ class CachingKeyValueStore:
             if v is not _MISSING:
                 self._size -= len(key) + ENTRY_OVERHEAD + (0 if v is None else len(v))  # type: ignore[arg-type]
         self._dirty = {}
+        self._headers = {}
         self._sorted = None
 
     def close(self) -> None:
@@ -122,6 +127,7 @@ class CachingKeyValueStore:
                 it.close()
             self._cache.clear()
             self._dirty.clear()
+            self._headers.clear()
             self._size = 0
             self._sorted = None
             self._report_metrics()
@@ -164,7 +170,11 @@ class CachingKeyValueStore:
                 self._evict()
         return v
 
-    def put(self, key: bytes, value: bytes | None, timestamp: int) -> None:
+    def put(self, key: bytes, value: bytes | None, timestamp: int, headers: object = None) -> None:
+        if headers is not None:
+            self._headers[key] = headers
+        elif self._headers:
+            self._headers.pop(key, None)
         cache = self._cache
         old = cache.get(key, _MISSING)
         if old is _MISSING:
@@ -223,6 +233,8 @@ class CachingKeyValueStore:
         if not dirty:
             return
         self._dirty = {}  # listener may write to this store again: those go to a fresh dirty set
+        headers = self._headers
+        self._headers = {}
         cache = self._cache
         entries = [(k, cache[k], ts) for k, ts in dirty.items()]
         listener = self._listener
@@ -235,15 +247,16 @@ class CachingKeyValueStore:
             (e, old) for e, old in zip(entries, olds, strict=True) if e[1] is not None or old is not None
         ]
         self.wrapped.put_all([e for e, _ in pairs])
-        if self._send_old:
-            for (k, v, ts), old in pairs:
-                listener(k, v, old, ts)
-        else:
-            for (k, v, ts), _ in pairs:
-                listener(k, v, None, ts)
+        send_old = self._send_old
+        for (k, v, ts), old in pairs:
+            h = headers.get(k) if headers else None
+            if h is None:
+                listener(k, v, old if send_old else None, ts)
+            else:
+                listener(k, v, old if send_old else None, ts, h)
 
     # -- write-through mode (cache_max_bytes == 0) -------------------------------------------------
-    def _wt_put(self, key: bytes, value: bytes | None, timestamp: int) -> None:
+    def _wt_put(self, key: bytes, value: bytes | None, timestamp: int, headers: object = None) -> None:
         listener = self._listener
         if listener is None:
             self.wrapped.put(key, value, timestamp)
@@ -252,7 +265,10 @@ class CachingKeyValueStore:
         if value is None and old is None:
             return
         self.wrapped.put(key, value, timestamp)
-        listener(key, value, old if self._send_old else None, timestamp)
+        if headers is None:
+            listener(key, value, old if self._send_old else None, timestamp)
+        else:
+            listener(key, value, old if self._send_old else None, timestamp, headers)
 
     def _wt_put_if_absent(self, key: bytes, value: bytes, timestamp: int) -> bytes | None:
         old = self.wrapped.get(key)

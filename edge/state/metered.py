@@ -88,15 +88,21 @@ class MeteredKeyValueStore:
             layer = getattr(layer, "wrapped", None)
         return False
 
-    def _on_flush(self, key: bytes, new: bytes | None, old: bytes | None, timestamp: int) -> None:
+    def _on_flush(
+        self, key: bytes, new: bytes | None, old: bytes | None, timestamp: int, headers: Any = None
+    ) -> None:
         topic = self._topic
         vde = self._vde
-        self._listener(  # type: ignore[misc]
+        args = (
             self._kde(topic, key),
             None if new is None else vde(topic, new),
             None if old is None else vde(topic, old),
             timestamp,
         )
+        if headers is None:
+            self._listener(*args)  # type: ignore[misc]
+        else:
+            self._listener(*args, headers)  # type: ignore[misc]
 
     def inner_most(self):
         """The innermost bytes store (RocksDB / in-memory)."""
@@ -129,6 +135,14 @@ class MeteredKeyValueStore:
             raise StateStoreError("state store keys must not be None", store=self.name)
         topic = self._topic
         self._iput(self._kser(topic, key), self._vser(topic, value), timestamp)
+
+    def put_with_headers(self, key: Any, value: Any, timestamp: int, headers: Any) -> None:
+        """``put`` into a caching stack that keeps ``headers`` with the dirty entry, so the flush
+        listener forwards the update with them (only for stores whose ``set_flush_listener`` was True)."""
+        if key is None:
+            raise StateStoreError("state store keys must not be None", store=self.name)
+        topic = self._topic
+        self._iput(self._kser(topic, key), self._vser(topic, value), timestamp, headers)
 
     def put_if_absent(self, key: Any, value: Any, timestamp: int | None = None) -> Any:
         if timestamp is None:

@@ -10,12 +10,21 @@ mode. Durability model (what :meth:`flush` guarantees before the runtime writes 
   after a crash), so the next :meth:`flush` after a restore flushes memtables to SST files instead.
 
 Write buffer: point writes (``put``/``delete``/``put_all``) land in a per-store dict (``_pending``) and
-reach RocksDB as one ``WriteBatch`` on :meth:`flush`, before any scan, on close, or when the buffer holds
-``PENDING_MAX`` keys. Reads look in the buffer first, so every read sees every write. Per record this
-replaces a WAL-logged ``Rdict.put`` (~2.8 us) and often an ``Rdict.get`` (~1.1 us) by dict operations
-(~0.1 us), and repeated writes of a key between commits collapse. Nothing is lost that mattered before:
-writes since the last flush were only in the unsynced WAL, and the runtime's checkpoint is written
-after the flush, so anything newer is replayed from the changelog (or from the input) after a crash.
+reach RocksDB as one ``WriteBatch`` on :meth:`flush` (or :meth:`persist`, see below). Reads look in the
+buffer first, and scans merge it (a sorted snapshot of its keys) with the RocksDB iterator, so every
+read sees every write without publishing anything. Per record this replaces a WAL-logged ``Rdict.put``
+(~2.8 us) and often an ``Rdict.get`` (~1.1 us) by dict operations (~0.1 us), and repeated writes of a
+key between commits collapse.
+
+Deferred writes (``defer_writes = True``, set by the runtime on active tasks' stores): the store is
+never ahead of the committed input offsets. :meth:`flush` (called by the layers above while the commit
+sends changelog records) writes nothing; the runtime calls :meth:`persist` only after the input offsets
+were committed (or the transaction committed), so uncommitted writes reach RocksDB -- and its
+write-ahead log, which survives a kill -9 -- only together with the commit. Reading (metrics,
+interactive queries, scans) never drains the buffer; a buffer over ``PENDING_MAX`` keys asks the task
+for an early commit (``StoreContext.request_commit``) instead of draining. A close without a commit
+(a crash path) drops the buffer. Without deferral (the test driver, standbys, library use) ``flush``
+writes the buffer as before.
 
 Live RocksDB iterators pin the DB (and its LOCK), so every iterator is tracked and closed on
 :meth:`close`.
@@ -23,8 +32,10 @@ Live RocksDB iterators pin the DB (and its LOCK), so every iterator is tracked a
 
 from __future__ import annotations
 
+import logging
 import shutil
-from collections.abc import Iterable
+from bisect import bisect_left
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from rocksdict import (
@@ -41,11 +52,19 @@ from rocksdict import (
 
 from edge.errors import StateStoreError
 from edge.state.api import StoreContext
-from edge.state.iterators import BaseKeyValueIterator, EmptyIterator, prefix_successor
+from edge.state.iterators import (
+    BaseKeyValueIterator,
+    EmptyIterator,
+    MergedCacheIterator,
+    prefix_successor,
+)
+
+log = logging.getLogger(__name__)
 
 #: records per WriteBatch when restoring / writing big batches (bounds memory of one batch)
 BATCH_SIZE = 10_000
-#: distinct keys buffered in memory before the write buffer is written to RocksDB
+#: distinct keys buffered in memory before the write buffer is written to RocksDB (deferred: before an
+#: early commit is requested)
 PENDING_MAX = 20_000
 
 _BLOCK_CACHE: Cache | None = None
@@ -158,7 +177,14 @@ class RocksDBKeyValueStore:
         self._wal_flag = False  # WAL-logged writes not yet fsynced
         self._mem_dirty = False  # un-logged (restore) writes not yet flushed to SST files
         self._pending: dict[bytes, bytes | None] = {}  # write buffer (None = delete)
+        #: sorted snapshot of the buffer's keys for scans (keys are only ever added to the buffer until
+        #: it is cleared, so an equal length means the same key set)
+        self._sorted_keys: list[bytes] | None = None
         self._db_get = None
+        #: see the module doc: writes wait for :meth:`persist` (the runtime's post-commit step)
+        self.defer_writes = False
+        self._request_commit: Callable[[], None] | None = None
+        self._commit_requested = False
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def init(self, context: StoreContext) -> None:
@@ -190,6 +216,9 @@ class RocksDBKeyValueStore:
         self._db = db
         self._db_get = db.get  # Rdict.get returns None when missing
         self._pending = {}
+        self._sorted_keys = None
+        self._request_commit = getattr(context, "request_commit", None)
+        self._commit_requested = False
         self.get = self._buffered_get  # type: ignore[method-assign]
         self._wal_flag = self._mem_dirty = False
 
@@ -221,10 +250,31 @@ class RocksDBKeyValueStore:
         pending = self._pending
         if pending:
             self._pending = {}
+            self._sorted_keys = None
             self._write_batches(pending.items(), None)
             self._wal_flag = True
+        self._commit_requested = False
+
+    def _over_limit(self) -> None:
+        """The buffer reached ``PENDING_MAX`` keys: deferred stores ask for a commit, others drain."""
+        if not self.defer_writes:
+            self._drain()
+        elif not self._commit_requested:
+            self._commit_requested = True
+            if self._request_commit is not None:
+                self._request_commit()
 
     def flush(self) -> None:
+        """Make the buffered writes durable -- unless writes are deferred (then :meth:`persist` does)."""
+        if self.defer_writes:
+            if self._db is None:
+                raise self._closed_error()
+            return
+        self.persist()
+
+    def persist(self) -> None:
+        """Write the buffer to RocksDB as one WriteBatch and fsync the WAL (the runtime calls this after
+        the commit, so what reaches RocksDB is always committed)."""
         db = self._db
         if db is None:
             raise self._closed_error()
@@ -238,6 +288,12 @@ class RocksDBKeyValueStore:
             raise self._error(f"flushing RocksDB failed: {exc}") from exc
         self._wal_flag = self._mem_dirty = False
 
+    def discard_unflushed(self) -> None:
+        """Drop the write buffer (a dirty close: those writes belong to work redone from the commit)."""
+        self._pending = {}
+        self._sorted_keys = None
+        self._commit_requested = False
+
     def close(self) -> None:
         db = self._db
         if db is None:
@@ -245,7 +301,18 @@ class RocksDBKeyValueStore:
         for it in list(self._iters):
             it.close()
         try:
-            self._drain()
+            if self.defer_writes:
+                if self._pending:
+                    # the runtime persists after every commit, a clean close included: anything left is
+                    # uncommitted and must not outlive this instance
+                    log.debug(
+                        "store %s: dropping %d uncommitted buffered writes on close",
+                        self.name,
+                        len(self._pending),
+                    )
+                self.discard_unflushed()
+            else:
+                self._drain()
         finally:
             self._db = None
             self._db_get = None
@@ -289,7 +356,7 @@ class RocksDBKeyValueStore:
         pending = self._pending
         pending[key] = value
         if len(pending) >= PENDING_MAX:
-            self._drain()
+            self._over_limit()
 
     def put_if_absent(self, key: bytes, value: bytes, timestamp: int = 0) -> bytes | None:
         old = self.get(key)
@@ -310,10 +377,11 @@ class RocksDBKeyValueStore:
         for k, v, _ in entries:
             pending[k] = v
         if len(pending) >= PENDING_MAX:
-            self._drain()
+            self._over_limit()
 
     def restore_batch(self, records: Iterable[tuple[bytes, bytes | None]]) -> None:
-        self._drain()
+        if not self.defer_writes:
+            self._drain()
         self._write_batches(records, self._no_wal)
         self._mem_dirty = True
 
@@ -345,12 +413,26 @@ class RocksDBKeyValueStore:
         db = self._db
         if db is None:
             raise self._closed_error()
-        self._drain()
         ro = ReadOptions()
         if upper is not None:
             ro.set_iterate_upper_bound(upper)
         items = db.items(from_key=start, read_opt=ro)
-        return RocksDBIterator(items, ro, prefix, self.name, self._iters)
+        it = RocksDBIterator(items, ro, prefix, self.name, self._iters)
+        pending = self._pending
+        if not pending:
+            return it
+        # merge the write buffer into the scan (buffered values win, a buffered None hides the key)
+        keys = self._sorted_keys
+        if keys is None or len(keys) != len(pending):
+            keys = self._sorted_keys = sorted(pending)
+        lo = 0 if start is None else bisect_left(keys, start)
+        hi = len(keys) if upper is None else bisect_left(keys, upper)
+        overlay = [(k, pending[k]) for k in keys[lo:hi]]
+        if prefix is not None:
+            overlay = [kv for kv in overlay if kv[0].startswith(prefix)]
+        if not overlay:
+            return it
+        return MergedCacheIterator(overlay, it, self.name, self._iters)
 
     def range(self, from_key: bytes | None, to_key: bytes | None) -> BaseKeyValueIterator:
         if from_key is not None and to_key is not None and from_key > to_key:
@@ -371,9 +453,10 @@ class RocksDBKeyValueStore:
         db = self._db
         if db is None:
             raise self._closed_error()
-        self._drain()
         try:
             n = db.property_int_value("rocksdb.estimate-num-keys")
         except Exception:
             n = None
-        return int(n) if n is not None else 0
+        # buffered writes are counted, never drained: a metric must not publish uncommitted state
+        buffered = sum(1 for v in self._pending.values() if v is not None)
+        return (int(n) if n is not None else 0) + buffered

@@ -13,6 +13,11 @@ restore and standbys work on it unchanged.
   warning, as Kafka logs "Skipping record for expired segment"), and reads never return records older
   than ``observed - retention + 1`` even while their segment still exists.
 * Scans merge the live segments' iterators by key bytes, so the caching layer's merge stays correct.
+* Deferred writes (``defer_writes``, set by the runtime on active tasks): like
+  :class:`~edge.state.rocksdb.RocksDBKeyValueStore`, nothing reaches a segment's RocksDB before
+  :meth:`persist` (after the commit), and an expired segment is only hidden until then -- it is
+  destroyed by :meth:`persist`, so a crash before the commit finds it intact, as the committed state had
+  it.
 """
 
 from __future__ import annotations
@@ -106,6 +111,20 @@ class SegmentedBytesStore:
         self._context: StoreContext | None = None
         self._open = False
         self._iters: set = set()
+        self._defer = False
+        #: expired segments hidden from reads, destroyed on the next persist (deferred writes only)
+        self._doomed: list = []
+
+    @property
+    def defer_writes(self) -> bool:
+        return self._defer
+
+    @defer_writes.setter
+    def defer_writes(self, value: bool) -> None:
+        self._defer = bool(value)
+        for segment in self._segments.values():
+            if hasattr(segment, "defer_writes"):
+                segment.defer_writes = self._defer
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def init(self, context: StoreContext) -> None:
@@ -133,6 +152,8 @@ class SegmentedBytesStore:
         name = self._segment_name(segment_id)
         segment = RocksDBKeyValueStore(name) if self.persistent else InMemoryKeyValueStore(name)
         segment.init(self._context)  # type: ignore[arg-type]
+        if self._defer and hasattr(segment, "defer_writes"):
+            segment.defer_writes = True
         self._segments[segment_id] = segment
         return segment
 
@@ -150,12 +171,47 @@ class SegmentedBytesStore:
         for segment in self._segments.values():
             segment.flush()
 
+    def persist(self) -> None:
+        """Write every segment's buffered writes (after the commit) and destroy the expired segments."""
+        self._check_open()
+        for segment in self._segments.values():
+            persist = getattr(segment, "persist", None)
+            if persist is not None:
+                persist()
+            else:
+                segment.flush()
+        doomed, self._doomed = self._doomed, []
+        for segment in doomed:
+            self._destroy(segment)
+
+    def discard_unflushed(self) -> None:
+        """Dirty close: drop buffered writes; expired segments stay (the commit never dropped them)."""
+        for segment in self._segments.values():
+            discard = getattr(segment, "discard_unflushed", None)
+            if discard is not None:
+                discard()
+        for segment in self._doomed:
+            discard = getattr(segment, "discard_unflushed", None)
+            if discard is not None:
+                discard()
+
+    def _destroy(self, segment) -> None:  # type: ignore[no-untyped-def]
+        segment.close()
+        if self.persistent:
+            destroy_store_dir(store_dir(self._context, segment.name))  # type: ignore[arg-type]
+
     def close(self) -> None:
         if not self._open:
             return
         for it in list(self._iters):
             it.close()
         errors = []
+        doomed, self._doomed = self._doomed, []
+        for segment in doomed:
+            try:
+                segment.close()  # not destroyed: its expiry was never committed
+            except Exception as exc:
+                errors.append(exc)
         for segment in self._segments.values():
             try:
                 segment.close()
@@ -180,9 +236,10 @@ class SegmentedBytesStore:
         min_live = (self.observed_stream_time - self.retention_ms) // self.segment_interval_ms
         for segment_id in [s for s in self._segments if s < min_live]:
             segment = self._segments.pop(segment_id)
-            segment.close()
-            if self.persistent:
-                destroy_store_dir(store_dir(self._context, segment.name))  # type: ignore[arg-type]
+            if self._defer:
+                self._doomed.append(segment)
+            else:
+                self._destroy(segment)
 
     def _segment_for_write(self, key: bytes):
         time = self.time_of(key)

@@ -301,6 +301,12 @@ class SuppressionBuffer:
     def approximate_num_entries(self) -> int:
         return len(self._index)
 
+    def changelog_value(self, key: bytes) -> bytes | None:
+        """The changelog record that reproduces ``key``'s current entry (None: a tombstone); the runtime
+        re-sends it to undo changelog records of uncommitted input (:mod:`edge.runtime.markers`)."""
+        entry = self._index.get(key)
+        return None if entry is None else entry.serialize()
+
     # -- restore ------------------------------------------------------------------------------------------
     def restore_batch(self, records: Iterable[tuple[bytes, bytes | None]]) -> None:
         """Apply changelog records: an entry (version-3 layout) is put as is, a tombstone removes."""

@@ -500,13 +500,17 @@ class TestOutputTopic:
         return [(r.key, r.value) for r in self.read_records_to_list()]
 
     def read_key_values_to_map(self) -> dict[Any, Any]:
-        """Latest value per key; a ``None`` value (tombstone) removes the key."""
+        """Latest value per key, as Kafka's ``TestOutputTopic.readKeyValuesToMap``: a key whose last
+        value is a tombstone stays, with ``None``. A record with a null key is an error (a map cannot
+        hold it; read it with ``read_key_values_to_list``)."""
         out: dict[Any, Any] = {}
         for key, value in self.read_key_values_to_list():
-            if value is None:
-                out.pop(key, None)
-            else:
-                out[key] = value
+            if key is None:
+                raise ValueError(
+                    f"topic {self.topic!r} holds a record with a null key: read_key_values_to_map "
+                    "does not allow null keys (use read_key_values_to_list)"
+                )
+            out[key] = value
         return out
 
     def get_queue_size(self) -> int:

@@ -16,7 +16,15 @@ from edge.topology.topology import Topology
 
 
 class GraphNode:
-    """``name`` is what children attach to (the node's output)."""
+    """``name`` is what children attach to (the node's output).
+
+    Labels read when the topology is built (Kafka's GraphNode flags): ``key_changing`` /
+    ``value_changing`` (the optimizer merges the repartitions that follow one key-changing operation)
+    and ``null_key_relaxed`` (a left join that accepts null keys: repartitions upstream keep them)."""
+
+    key_changing = False
+    value_changing = False
+    null_key_relaxed = False
 
     def __init__(self, name: str, parents: list[GraphNode] | None = None) -> None:
         self.name = name
@@ -71,6 +79,9 @@ class StoreGraphNode(GraphNode):
 
 
 class ProcessorGraphNode(GraphNode):
+    """``stores_if``: the stores are added only if it returns True when the topology is built (a
+    ``to_table()`` table is materialized only if a later operator needs it, as in Kafka)."""
+
     def __init__(
         self,
         name: str,
@@ -78,16 +89,21 @@ class ProcessorGraphNode(GraphNode):
         supplier: ProcessorSupplier,
         stores: list[str] | None = None,
         new_stores: list[Any] | None = None,
+        *,
+        stores_if: Callable[[], bool] | None = None,
     ) -> None:
         super().__init__(name, parents)
         self.supplier = supplier
         self.stores = list(stores or [])
         self.new_stores = list(new_stores or [])
+        self.stores_if = stores_if
 
     def write_to(self, topology: Topology) -> None:
-        for builder in self.new_stores:
+        with_stores = self.stores_if is None or self.stores_if()
+        for builder in self.new_stores if with_stores else ():
             topology.add_state_store(builder)
-        topology.add_processor(self.name, self.supplier, *self.parent_names, stores=self.stores)
+        stores = self.stores if with_stores else []
+        topology.add_processor(self.name, self.supplier, *self.parent_names, stores=stores)
 
 
 class SinkGraphNode(GraphNode):
@@ -139,9 +155,11 @@ class RepartitionGraphNode(GraphNode):
         self.topic, self.sink_name, self.filter_name = topic, sink_name, filter_name
         self.key_serde, self.value_serde = key_serde, value_serde
         self.change_values, self.partitioner, self.num_partitions = change_values, partitioner, num_partitions
-        #: Kafka's NULL_KEY_RELAXED_JOIN rewrite: a repartition feeding a left/outer stream join keeps its
-        #: filter node but lets null keys through (the join emits them as non-joined results)
+        #: Kafka's NULL_KEY_RELAXED_JOIN rewrite (set by ``StreamsBuilder.build``): a repartition with a
+        #: left join downstream keeps its filter node but lets null keys through (the join emits them)
         self.keep_null_keys = False
+        #: Kafka's OptimizableRepartitionNode (see ``edge.dsl.kstream.repartition_node``)
+        self.optimizable = True
 
     def write_to(self, topology: Topology) -> None:
         from edge.processor.ops.stream import KStreamNullKeyFilter, KStreamPassThrough
@@ -194,13 +212,19 @@ class TableSourceGraphNode(GraphNode):
             is_global,
         )
 
+    #: the KTable's :class:`~edge.dsl.ktable.TableSourceState` (None: always materialized, global tables)
+    source_state: Any = None
+    #: ``topology.optimization`` reuse_ktable_source_topics: the source topic is the store's changelog
+    reuse_source_topic: bool = False
+
     def write_to(self, topology: Topology) -> None:
         from edge.processor.ops.table import KTableSource
 
         store_name = self.store.name
+        state = self.source_state
 
         def supplier() -> KTableSource:
-            return KTableSource(store_name)
+            return KTableSource(store_name) if state is None else state.supplier()
 
         if self.is_global:
             topology.add_global_store(
@@ -221,5 +245,10 @@ class TableSourceGraphNode(GraphNode):
             value_serde=self.value_serde,
             timestamp_extractor=self.timestamp_extractor,
         )
+        if state is not None and not state.materialized:
+            topology.add_processor(self.name, supplier, self.source_name)
+            return
         topology.add_state_store(self.store)
         topology.add_processor(self.name, supplier, self.source_name, stores=[store_name])
+        if self.reuse_source_topic:
+            topology.use_source_topic_as_changelog(store_name, self.topic)

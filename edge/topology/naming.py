@@ -1,13 +1,24 @@
 """Deterministic generated names, as Kafka Streams makes them: ``<PREFIX><10-digit index>`` with one
 counter per builder shared by processors and stores. The same DSL code therefore produces the same
-names (and internal topic / store names) on every start; ``named=`` overrides a name without shifting
-the others, because a generated index is still consumed (a deliberate difference from Kafka Streams,
-where naming one operator renumbers every later generated name).
+names (and internal topic / store names) on every start, and the same names as Kafka Streams for the
+same program.
+
+Explicit names consume indices exactly as in Kafka. A processor named with ``named=`` / ``Named`` still
+draws its generated index (Kafka's ``NamedInternal.orElseGenerateWithPrefix`` "burns" it for
+compatibility), so naming one operator does not renumber the others; a repartition topic always draws
+its sink/filter/source indices (``createRepartitionedSource``). What Kafka does *not* draw is not drawn
+here either: a store named by ``Materialized.as_`` takes no index (a ``Materialized`` without a name
+does, even where the table then stays unmaterialized), ``Repartitioned.as_`` takes no
+``KSTREAM-REPARTITION-`` index and a named ``Suppressed`` no ``KTABLE-SUPPRESS-`` index.
+
+Topic and store names are checked like Kafka's (``[a-zA-Z0-9._-]``, at most 249 characters, not ``.``
+or ``..``) when an operator declares them, with an error naming the bad name.
 """
 
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from edge.errors import TopologyError
 
@@ -50,23 +61,53 @@ KTABLE_JOIN = ("KTABLE-JOINTHIS-", "KTABLE-JOINOTHER-")
 KTABLE_LEFTJOIN = ("KTABLE-LEFTTHIS-", "KTABLE-LEFTOTHER-")
 KTABLE_OUTERJOIN = ("KTABLE-OUTERTHIS-", "KTABLE-OUTEROTHER-")
 KTABLE_SUPPRESS = "KTABLE-SUPPRESS-"
+KTABLE_SINK = "KTABLE-SINK-"
+# foreign-key table-table joins (Kafka's KTableImpl.FK_JOIN...)
+FK_SUBSCRIPTION_REGISTRATION = "KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-"
+FK_SUBSCRIPTION_STATE_STORE = "KTABLE-FK-JOIN-SUBSCRIPTION-STATE-STORE-"
+FK_SUBSCRIPTION_PROCESSOR = "KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR-"
+FK_SUBSCRIPTION_RESPONSE = "KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-"
+FK_SUBSCRIPTION_RESPONSE_RESOLVER = "KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-RESOLVER-PROCESSOR-"
+FK_JOIN_OUTPUT = "KTABLE-FK-JOIN-OUTPUT-"
+# cogroup (Kafka's CogroupedKStreamImpl.AGGREGATE_NAME / MERGE_NAME)
+COGROUP_AGGREGATE = "COGROUPKSTREAM-AGGREGATE-"
+COGROUP_MERGE = "COGROUPKSTREAM-MERGE-"
 STATE_STORE = "STATE-STORE-"
 
-_GENERATED = re.compile(r"^(KSTREAM|KTABLE).*-\d{10}$")
+#: Kafka's ``repartitionTopicNamePrefix.matches("KSTREAM.*-[0-9]{10}")`` (a generated name)
+_GENERATED = re.compile(r"KSTREAM.*-[0-9]{10}")
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
+#: Kafka's ``Topic.MAX_NAME_LENGTH``
+MAX_NAME_LENGTH = 249
 
 
 def is_generated(name: str) -> bool:
-    return bool(_GENERATED.match(name))
+    return bool(_GENERATED.fullmatch(name))
 
 
-def check_topic_name(name: str) -> str:
-    if not name or len(name) > 249 or not _LEGAL_TOPIC.match(name) or name in (".", ".."):
+def check_topic_name(name: Any, what: str = "topic") -> str:
+    """Kafka's ``Topic.validate``: a legal name or a TopologyError naming it."""
+    if not isinstance(name, str):
+        raise TopologyError(f"{what} name must be a string, got {name!r}")
+    if not name or name in (".", ".."):
+        raise TopologyError(f"{what} name {name!r} is illegal: it cannot be empty, '.' or '..'")
+    if len(name) > MAX_NAME_LENGTH:
         raise TopologyError(
-            f"{name!r} is not a legal Kafka topic name (ASCII letters, digits, '.', '_' and '-', "
-            f"at most 249 characters)"
+            f"{what} name {name!r} is illegal: it is {len(name)} characters long, longer than the "
+            f"maximum of {MAX_NAME_LENGTH}"
+        )
+    if not _LEGAL_TOPIC.match(name):
+        raise TopologyError(
+            f"{what} name {name!r} is not a legal Kafka topic name: it contains a character other than "
+            "ASCII alphanumerics, '.', '_' and '-'"
         )
     return name
+
+
+def check_store_name(name: Any) -> str:
+    """Store names become changelog topic names (``<app>-<store>-changelog``): Kafka validates them
+    with the same rule (``Named.validate`` / ``Topic.validate``)."""
+    return check_topic_name(name, "state store")
 
 
 class NameGenerator:

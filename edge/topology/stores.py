@@ -35,10 +35,25 @@ class StoreSpec:
     window_size_ms: int = 0
     retention_ms: int = 0
     retain_duplicates: bool = False
+    #: versioned stores only (kind "versioned", ``retention_ms`` = history retention); None = Kafka's default
+    segment_interval_ms: int | None = None
 
     def to_builder(self, config: StreamsConfig) -> StoreBuilder:
         value_serde = self.value_serde or config.default_value_serde
         key_serde = self.key_serde or config.default_key_serde
+        if self.kind == "versioned":
+            from edge.state.versioned import VersionedKeyValueStoreBuilder
+
+            return VersionedKeyValueStoreBuilder(  # type: ignore[return-value]
+                self.name,
+                key_serde,
+                value_serde,
+                self.retention_ms,
+                self.segment_interval_ms,
+                self.persistent,
+                self.logging_enabled,
+                dict(self.changelog_config or {}),
+            )
         if self.kind == "session":
             return session_store_builder(  # type: ignore[return-value]
                 self.name,

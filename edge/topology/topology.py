@@ -98,6 +98,8 @@ class Topology:
         self._stores: dict[str, StoreDef] = {}
         self._topic_to_source: dict[str, str] = {}
         self._internal_topics: dict[str, int | None] = {}  # repartition topic -> partitions (None: runtime)
+        #: store -> the source topic that is its changelog (topology.optimization reuse_ktable_source_topics)
+        self._source_changelogs: dict[str, str] = {}
         self._subtopologies: list[Subtopology] | None = None
 
     # -- Processor API ------------------------------------------------------------------------------
@@ -160,16 +162,24 @@ class Topology:
             raise TopologyError(f"sink {name!r} needs at least one parent")
         node = self._add_node(name, SINK, parent_names)
         if isinstance(topic, str):
-            node.topic = topic
-        elif callable(topic):
+            from edge.topology.naming import check_topic_name
+
+            node.topic = check_topic_name(topic, f"sink {name!r}: topic")
+        elif callable(topic) or callable(getattr(topic, "extract", None)):
             node.topic_chooser = topic
         else:
-            raise TopologyError(f"sink {name!r}: topic must be a name or a callable(key, value) -> name")
+            raise TopologyError(
+                f"sink {name!r}: topic must be a name or a TopicNameExtractor: a callable "
+                "(key, value) or (key, value, record_context) -> name"
+            )
         node.key_serde, node.value_serde, node.partitioner = key_serde, value_serde, partitioner
         node.change_values = _change_values
         return self
 
     def add_state_store(self, builder: StoreBuilder | StoreSpec, *processor_names: str) -> Topology:
+        from edge.topology.naming import check_store_name
+
+        check_store_name(builder.name)  # it names the changelog topic: Kafka's rules, checked now
         existing = self._stores.get(builder.name)
         if existing is not None and existing.builder is not builder:
             raise TopologyError(
@@ -249,6 +259,13 @@ class Topology:
         lets the runtime choose (Kafka: the partition count of the sub-topology's input topics)."""
         self._internal_topics[topic] = num_partitions
 
+    def use_source_topic_as_changelog(self, store: str, topic: str) -> None:
+        """Kafka's ``reuse.ktable.source.topics`` optimization: a ``builder.table()`` store writes no
+        changelog (logging off) and is restored from its source topic, which already holds every update."""
+        if store not in self._stores:
+            raise TopologyError(f"cannot reuse {topic!r} as the changelog of unknown store {store!r}")
+        self._source_changelogs[store] = topic
+
     # -- inspection ---------------------------------------------------------------------------------
     @property
     def internal_topics(self) -> set[str]:
@@ -282,12 +299,17 @@ class Topology:
         return [t for st in self.subtopologies() if st.is_global for t in st.source_topics]
 
     def changelog_topics(self, application_id: str) -> dict[str, str]:
-        """Store name -> changelog topic, for stores with logging enabled."""
+        """Store name -> changelog topic the runtime creates (``<app>-<store>-changelog``), for stores
+        with logging enabled. Stores restored from their source topic are in :meth:`source_changelogs`."""
         return {
             name: changelog_topic_name(application_id, name)
             for name, sd in self._stores.items()
-            if sd.logging_enabled
+            if sd.logging_enabled and name not in self._source_changelogs
         }
+
+    def source_changelogs(self) -> dict[str, str]:
+        """Store name -> source topic used as its changelog (``topology.optimization=all``)."""
+        return dict(self._source_changelogs)
 
     def describe(self) -> TopologyDescription:
         from edge.topology.describe import TopologyDescription
@@ -357,8 +379,8 @@ class Topology:
         for name in st.nodes:
             node = self._nodes[name]
             if node.kind == SOURCE:
-                key_serde = node.key_serde or config.default_key_serde
-                value_serde = node.value_serde or config.default_value_serde
+                key_serde = _with_defaults(node.key_serde or config.default_key_serde, config)
+                value_serde = _with_defaults(node.value_serde or config.default_value_serde, config)
                 if node.change_values:
                     value_serde = ChangeSerde(value_serde)
                 topics = [self.resolve_topic(t, app) for t in node.topics]
@@ -371,8 +393,8 @@ class Topology:
                 )
                 continue
             if node.kind == SINK:
-                key_serde = node.key_serde or config.default_key_serde
-                value_serde = node.value_serde or config.default_value_serde
+                key_serde = _with_defaults(node.key_serde or config.default_key_serde, config)
+                value_serde = _with_defaults(node.value_serde or config.default_value_serde, config)
                 if node.change_values:
                     value_serde = ChangeSerde(value_serde)
                 topic = None if node.topic is None else self.resolve_topic(node.topic, app)
@@ -388,8 +410,21 @@ class Topology:
                     stores[store] = resolve_store_builder(sd.builder, config)
                     if sd.is_global:
                         stores[store] = stores[store].with_logging_disabled()
-                    changelogs[store] = changelog_topic_name(app, store) if sd.logging_enabled else None
+                    source_changelog = self._source_changelogs.get(store)
+                    if source_changelog is not None:
+                        # restored from the source topic; the store itself writes no changelog
+                        stores[store] = stores[store].with_logging_disabled()
+                        changelogs[store] = source_changelog
+                    else:
+                        changelogs[store] = changelog_topic_name(app, store) if sd.logging_enabled else None
         return ProcessorTopology(st.id, sources, processors, stores, changelogs, global_stores)
 
     def __repr__(self) -> str:
         return str(self.describe())
+
+
+def _with_defaults(serde: Any, config: StreamsConfig) -> Any:
+    """A wrapping serde whose inner serde the DSL did not know (the foreign-key join's subscription
+    and response wrappers) fills it in from the config's defaults (Kafka's ``setIfUnset``)."""
+    resolve = getattr(serde, "with_config_defaults", None)
+    return serde if resolve is None else resolve(config)

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from edge.processor.api import Processor, ProcessorContext
+from edge.processor.ops.dropped import skip_record
 from edge.processor.ops.forwarder import TableEmitter
 from edge.processor.record import Record
 
@@ -27,10 +28,8 @@ class _StoreBacked(Processor):
         self._get = emitter.store.get
 
     def _skip(self, why: str) -> None:
-        ctx = self.context
-        log.warning(
-            "skipping record with %s for store %s (%s@%s)", why, self._store_name, ctx.topic, ctx.offset
-        )
+        """Kafka's aggregate processors: log the skipped record and count it as dropped."""
+        skip_record(self.context, why)
 
 
 class KStreamAggregate(_StoreBacked):

@@ -17,37 +17,51 @@ _new = object.__new__
 
 
 class TableEmitter:
-    __slots__ = ("_caching", "_forward", "_put", "store")
+    """``send_old_values`` False forwards ``Change(new, None)`` (Kafka's TimestampedTupleForwarder with
+    sendOldValues off): downstream operators that did not ask for old values never see them. A cached
+    store keeps each dirty key's headers, so the flushed update carries the headers of the record that
+    last wrote the key, as Kafka's cache does (its LRU entries keep the full record context)."""
 
-    def __init__(self, context: ProcessorContext, store_name: str | None) -> None:
+    __slots__ = ("_caching", "_forward", "_put", "_send_old_values", "store")
+
+    def __init__(
+        self, context: ProcessorContext, store_name: str | None, send_old_values: bool = True
+    ) -> None:
         self._forward = forward_all(context)
+        self._send_old_values = send_old_values
         self.store: Any = None
         self._caching = False
         if store_name is not None:
             self.store = context.get_state_store(store_name)
             self._put = self.store.put
             self._caching = bool(self.store.set_flush_listener(self._on_flush, True))
+            put_with_headers = getattr(self.store, "put_with_headers", None)
+            if self._caching and put_with_headers is not None:
+                self._put = put_with_headers
+            elif self._caching:
+                put = self.store.put
+                self._put = lambda key, value, timestamp, _headers: put(key, value, timestamp)
 
-    def _on_flush(self, key: Any, new: Any, old: Any, timestamp: int) -> None:
+    def _on_flush(self, key: Any, new: Any, old: Any, timestamp: int, headers: Headers | None = None) -> None:
         new_value = None if new is None else new[0]
-        old_value = None if old is None else old[0]
-        if new_value is None and old_value is None:
+        old_value = None if old is None or not self._send_old_values else old[0]
+        if new_value is None and old is None:
             return
-        self._forward(Record(key, Change(new_value, old_value), timestamp))
+        self._forward(Record(key, Change(new_value, old_value), timestamp, headers))
 
     def emit(self, key: Any, new: Any, old: Any, timestamp: int, headers: Headers | None) -> None:
         """Record ``key``'s change to ``new`` (None = delete) from ``old``."""
         if self.store is not None:
             # tuple.__new__ skips NamedTuple's Python-level __new__ frame
-            self._put(
-                key, None if new is None else _tuple_new(ValueAndTimestamp, (new, timestamp)), timestamp
-            )
+            value = None if new is None else _tuple_new(ValueAndTimestamp, (new, timestamp))
             if self._caching:
+                self._put(key, value, timestamp, headers)
                 return
+            self._put(key, value, timestamp)
         # Record(key, Change(new, old), timestamp, headers) without two __init__ frames
         change = _new(Change)
         change.new = new
-        change.old = old
+        change.old = old if self._send_old_values else None
         record = _new(Record)
         record.key = key
         record.value = change

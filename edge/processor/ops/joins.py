@@ -10,6 +10,7 @@ from typing import Any
 
 from edge.processor.api import Processor, ProcessorContext
 from edge.processor.context import forward_all
+from edge.processor.ops.dropped import skip_record
 from edge.processor.ops.getters import ValueGetterSupplier
 from edge.processor.record import Change, Record
 
@@ -21,8 +22,8 @@ class KStreamTableJoin(Processor):
 
     ``key_selector`` (global tables) maps the stream record to the table key; the output keeps the
     stream key and timestamp. Inner joins drop records without a match; left joins call the joiner with
-    ``None``. Records whose lookup key or value is null are dropped (left joins still emit for a
-    null lookup key, as Kafka Streams does since 3.7).
+    ``None``. Records whose lookup key or value is null are skipped and counted as dropped (a left join
+    still emits a record whose own key is null, as Kafka Streams does since 3.7).
     """
 
     def __init__(
@@ -44,28 +45,28 @@ class KStreamTableJoin(Processor):
         self._forward = forward_all(context)
 
     def process(self, record: Record) -> None:
-        value = record.value
-        if value is None:
+        """Kafka's ``KStreamKTableJoinProcessor.maybeDropRecord`` + ``doJoin``: a null value, or a null
+        lookup key, is skipped (logged, counted), except that a left join keeps a record whose own key
+        is null (it joins nothing)."""
+        key, value = record.key, record.value
+        lookup = key if self._key_selector is None else self._key_selector(key, value)
+        if not (self._left and key is None and value is not None) and (lookup is None or value is None):
+            skip_record(self.context, "null join key or value")
             return
-        lookup = record.key if self._key_selector is None else self._key_selector(record.key, value)
-        if lookup is None:
-            if self._left:
-                self._forward(Record(record.key, self._joiner(value, None), record.timestamp, record.headers))
+        vt = None if lookup is None else self._get(lookup)
+        if vt is None and not self._left:
             return
-        vt = self._get(lookup)
-        if vt is None:
-            if not self._left:
-                return
-            other = None
-        else:
-            other = vt[0]
-        self._forward(Record(record.key, self._joiner(value, other), record.timestamp, record.headers))
+        other = None if vt is None else vt[0]
+        self._forward(Record(key, self._joiner(value, other), record.timestamp, record.headers))
 
 
 class KTableKTableJoinSide(Processor):
-    """One side of a table-table join: on a change of this side, look the other side up and emit the
-    joined change. ``need_left``/``need_right`` say which sides must exist for a joined row (inner: both,
-    left: left, outer: either).
+    """One side of a table-table join (Kafka's KTableKTableInnerJoin / LeftJoin / RightJoin /
+    OuterJoin processors): on a change of this side, look the other side up and emit the joined change.
+    ``need_left``/``need_right`` say which sides must exist for a joined row (inner: both, left: left,
+    outer: either). ``send_old_values`` (a flag object read per record, set once a downstream operator
+    asked for old values) decides whether the old joined row is computed; without it a delete is
+    forwarded as ``Change(None, None)``, a tombstone downstream, exactly as Kafka does.
     """
 
     def __init__(
@@ -75,38 +76,56 @@ class KTableKTableJoinSide(Processor):
         this_is_left: bool,
         need_left: bool,
         need_right: bool,
+        send_old_values: Any = None,
     ) -> None:
         self._other = other.make()
         self._joiner = joiner
         self._this_is_left = this_is_left
         self._need_left = need_left
         self._need_right = need_right
+        self._send_old = send_old_values
 
     def init(self, context: ProcessorContext) -> None:
         self.context = context
         self._other.init(context)
         self._forward = forward_all(context)
 
-    def _row(self, this: Any, other: Any) -> Any:
-        """The joined row given this side's value and the other side's value (None = no row)."""
-        left, right = (this, other) if self._this_is_left else (other, this)
-        if left is None:
-            if right is None or self._need_left:
-                return None
-        elif right is None and self._need_right:
-            return None
-        return self._joiner(left, right)
+    def _join(self, this: Any, other: Any) -> Any:
+        return self._joiner(this, other) if self._this_is_left else self._joiner(other, this)
 
     def process(self, record: Record) -> None:
         key = record.key
         if key is None:
+            skip_record(self.context, "null key")
             return
         change = record.value
+        send_old = self._send_old is None or bool(self._send_old.value)
         vt = self._other.get(key)
         other = None if vt is None else vt[0]
-        ts = record.timestamp if vt is None else max(record.timestamp, vt[1])
-        new = self._row(change.new, other)
-        old = self._row(change.old, other)
-        if new is None and old is None:
-            return
+        new = old = None
+        # does the other side have to exist for a joined row? (Kafka: inner; left join's right side)
+        other_required = self._need_right if self._this_is_left else self._need_left
+        this_required = self._need_left if self._this_is_left else self._need_right
+        if other is None:
+            if other_required:
+                return
+            if change.new is None and change.old is None:
+                return
+            ts = record.timestamp
+        else:
+            ts = max(record.timestamp, vt[1])
+        if not this_required and not other_required:  # outer join
+            if other is not None or change.new is not None:
+                new = self._join(change.new, other)
+            if send_old and (other is not None or change.old is not None):
+                old = self._join(change.old, other)
+        elif not this_required:  # the right side of a left join (Kafka's KTableKTableRightJoin)
+            new = self._join(change.new, other)
+            if send_old:
+                old = self._join(change.old, other)
+        else:  # inner join, or the left side of a left join
+            if change.new is not None:
+                new = self._join(change.new, other)
+            if send_old and change.old is not None:
+                old = self._join(change.old, other)
         self._forward(Record(key, Change(new, old), ts, record.headers))

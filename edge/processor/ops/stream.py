@@ -7,6 +7,7 @@ from typing import Any
 
 from edge.processor.api import Processor, ProcessorContext
 from edge.processor.context import forward_all
+from edge.processor.ops.dropped import skip_record
 from edge.processor.record import Record
 
 _new = object.__new__
@@ -33,11 +34,14 @@ class KStreamFilter(_Forwarding):
 
 
 class KStreamNullKeyFilter(_Forwarding):
-    """Drops records without a key before a repartition topic (they could not be partitioned)."""
+    """Drops records without a key before a repartition topic (they could not be partitioned): logged
+    and counted in the dropped-records metric."""
 
     def process(self, record: Record) -> None:
         if record.key is not None:
             self._forward(record)
+        else:
+            skip_record(self.context, "null key (a repartition topic needs a key)")
 
 
 class KStreamMap(_Forwarding):

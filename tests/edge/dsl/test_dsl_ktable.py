@@ -28,15 +28,22 @@ def test_table_tombstone_deletes_and_is_forwarded():
         assert d.get_key_value_store("t-store").to_dict() == {}
 
 
-def test_generated_table_store_name():
+def test_generated_table_store_name_is_reserved_and_used_only_when_materialized():
+    """Kafka (StreamsBuilderTest.shouldNotMaterializeStoresIfNotRequired): a table nobody looks up has
+    no store; its generated name is still reserved and is the store's name once a join needs it."""
     b = StreamsBuilder()
     b.table("users", STR)
+    assert b.build().store_names() == []
+    b = StreamsBuilder()
+    users = b.table("users", STR)
+    b.stream("clicks", STR).join(users, lambda c, u: c)
     assert b.build().store_names() == ["users-STATE-STORE-0000000000"]
 
 
 def test_filter_turns_rows_that_stop_matching_into_deletes():
+    """Materialized parent (old values available): a record that was out and stays out is skipped."""
     b = StreamsBuilder()
-    b.table("t", Consumed.with_(S, INT)).filter(lambda k, v: v > 10).to_stream().to("out")
+    b.table("t", Consumed.with_(S, INT), "t-store").filter(lambda k, v: v > 10).to_stream().to("out")
     with TopologyTestDriver(b.build(), config()) as d:
         tin = d.create_input_topic("t", S, INT)
         tin.pipe_input("a", 5)  # never matched: nothing to say
@@ -46,6 +53,18 @@ def test_filter_turns_rows_that_stop_matching_into_deletes():
         tin.pipe_input("a", None)  # already absent downstream: nothing
         out = d.create_output_topic("out", S, INT).read_key_values_to_list()
         assert out == [("a", 20), ("a", 30), ("a", None)]
+
+
+def test_filter_of_unmaterialized_table_forwards_a_tombstone_per_rejected_record():
+    """Kafka's KTableFilter without old values: it cannot know whether the key was out already."""
+    b = StreamsBuilder()
+    b.table("t", Consumed.with_(S, INT)).filter(lambda k, v: v > 10).to_stream().to("out")
+    with TopologyTestDriver(b.build(), config()) as d:
+        tin = d.create_input_topic("t", S, INT)
+        for v in (5, 20, 30, 1, None):
+            tin.pipe_input("a", v)
+        out = d.create_output_topic("out", S, INT).read_key_values_to_list()
+        assert out == [("a", None), ("a", 20), ("a", 30), ("a", None), ("a", None)]
 
 
 def test_materialized_filter_and_map_values_are_queryable():
@@ -186,5 +205,5 @@ def test_stream_to_table_upserts_and_deletes():
         ]
         assert d.get_key_value_store("latest").to_dict() == {}
         d.create_input_topic("in2", S, S).pipe_input("x", "y")
-        (store,) = [n for n in topo.store_names() if n.startswith("KSTREAM-TOTABLE-STATE-STORE")]
-        assert d.get_key_value_store(store).to_dict() == {"y": "y"}
+        # as in Kafka, an unnamed to_table() nobody looks up has no store
+        assert [n for n in topo.store_names() if n.startswith("KSTREAM-TOTABLE-STATE-STORE")] == []

@@ -25,7 +25,7 @@ Topologies:
     Sink: counts-store-repartition-sink (topic: counts-store-repartition)
       <-- counts-store-repartition-filter
 
-   Sub-topology: 1
+  Sub-topology: 1
     Source: counts-store-repartition-source (topics: [counts-store-repartition])
       --> KSTREAM-AGGREGATE-0000000003
     Processor: KSTREAM-AGGREGATE-0000000003 (stores: [counts-store])
