@@ -309,8 +309,23 @@ class TaskFactory:
         layer = t.task.innermost_stores()[target.progress.store]
         value_of = getattr(layer, "changelog_value", None) or layer.get
         now = time.time_ns() // 1_000_000
-        for key in sorted(target.orphans):
-            self.changelog_sink.send(topic, p, key, value_of(key), now)
+        values = {key: value_of(key) for key in sorted(target.orphans)}
+        if any(v is not None and not isinstance(v, bytes) for v in values.values()):
+            # a store whose reads are not its changelog values must implement changelog_value(key)
+            log.error(
+                "store %s (%s) of task %s cannot re-send committed values (no changelog_value); %d "
+                "orphan key(s) in %s-%d stay in the changelog and a later restore may apply them",
+                target.progress.store,
+                type(layer).__name__,
+                t.id,
+                len(values),
+                topic,
+                p,
+            )
+            target.orphans = set()
+            return
+        for key, value in values.items():
+            self.changelog_sink.send(topic, p, key, value, now)
         log.warning(
             "changelog %s-%d of task %s holds records of %d key(s) written after the last committed "
             "input offsets (a crash between sending them and committing): not restored, and "

@@ -99,6 +99,16 @@ class InMemoryKeyValueStore:
             self._sorted = None
         return old
 
+    def delete_range(self, start: bytes, end: bytes) -> None:
+        """Delete every key in ``[start, end)`` (a window store dropping a whole time segment)."""
+        if not self._open:
+            raise self._closed_error()
+        doomed = [k for k in self._data if start <= k < end]
+        for k in doomed:
+            del self._data[k]
+        if doomed:
+            self._sorted = None
+
     def restore_batch(self, records: Iterable[tuple[bytes, bytes | None]]) -> None:
         if not self._open:
             raise self._closed_error()

@@ -183,6 +183,8 @@ class RocksDBKeyValueStore:
         self._db_get = None
         #: see the module doc: writes wait for :meth:`persist` (the runtime's post-commit step)
         self.defer_writes = False
+        #: ``[start, end)`` ranges to delete at the next :meth:`persist` (deferred writes only)
+        self._range_deletes: list[tuple[bytes, bytes]] = []
         self._request_commit: Callable[[], None] | None = None
         self._commit_requested = False
 
@@ -280,6 +282,10 @@ class RocksDBKeyValueStore:
             raise self._closed_error()
         try:
             self._drain()
+            ranges, self._range_deletes = self._range_deletes, []
+            for start, end in ranges:
+                db.delete_range(start, end)
+                self._wal_flag = True
             if self._mem_dirty:
                 db.flush(True)  # memtables -> SST (also covers WAL-logged writes)
             elif self._wal_flag:
@@ -290,6 +296,7 @@ class RocksDBKeyValueStore:
 
     def discard_unflushed(self) -> None:
         """Drop the write buffer (a dirty close: those writes belong to work redone from the commit)."""
+        self._range_deletes = []
         self._pending = {}
         self._sorted_keys = None
         self._commit_requested = False
@@ -328,6 +335,28 @@ class RocksDBKeyValueStore:
 
     def _closed_get(self, key: bytes) -> bytes | None:
         raise self._closed_error()
+
+    def delete_range(self, start: bytes, end: bytes) -> None:
+        """Delete every key in ``[start, end)`` with one range tombstone (how a window store drops a
+        whole time segment); buffered writes in the range go too. Deferred stores apply it at
+        :meth:`persist`, so an uncommitted deletion never reaches RocksDB."""
+        db = self._db
+        if db is None:
+            raise self._closed_error()
+        pending = self._pending
+        doomed = [k for k in pending if start <= k < end]
+        for k in doomed:
+            del pending[k]
+        if doomed:
+            self._sorted_keys = None
+        if self.defer_writes:
+            self._range_deletes.append((start, end))
+            return
+        try:
+            db.delete_range(start, end)
+        except Exception as exc:
+            raise self._error(f"deleting a key range failed: {exc}") from exc
+        self._wal_flag = True
 
     # -- point operations --------------------------------------------------------------------------
     def get(self, key: bytes) -> bytes | None:  # replaced by _buffered_get on init
