@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 
 from benchmarks.edge_runtime_common import fill_changelog, save_results
-from edge.broker import EmbeddedBroker
-from edge.kafka import BrokerProfile, KafkaClientConfig, TopicSpec, create_topics
+from edge.broker import local_broker, profile_for
+from edge.kafka import KafkaClientConfig, TopicSpec, create_topics
 from edge.processor.partitioner import default_partition
 from tests.edge.runtime.harness import Instance, OutputReader, produce, wait_assignment
 
@@ -109,8 +109,8 @@ def main() -> None:
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="edge-failover-bench-"))
     results = {}
-    with EmbeddedBroker(log_dir=tmp) as broker:
-        client = KafkaClientConfig(broker.bootstrap_servers, BrokerProfile.EMBEDDED)
+    with local_broker(log_dir=tmp) as broker:
+        client = KafkaClientConfig(broker.bootstrap_servers, profile_for(broker.kind))
         for standbys in (0, 1):
             runs = [run_once(client, tmp, standbys, args.records, r) for r in range(args.repeats)]
             firsts = [r["first_output_s"] for r in runs]

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.edge_runtime_common import fill_changelog, save_results
-from edge.broker import EmbeddedBroker
-from edge.kafka import BrokerProfile, KafkaClientConfig, TopicSpec, create_topics
+from edge.broker import local_broker, profile_for
+from edge.kafka import KafkaClientConfig, TopicSpec, create_topics
 from edge.runtime import StreamsApp
 
 
@@ -85,8 +85,8 @@ def main() -> None:
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING)
     tmp = Path(tempfile.mkdtemp(prefix="edge-restore-bench-"))
-    with EmbeddedBroker(log_dir=tmp) as broker:
-        client = KafkaClientConfig(broker.bootstrap_servers, BrokerProfile.EMBEDDED)
+    with local_broker(log_dir=tmp) as broker:
+        client = KafkaClientConfig(broker.bootstrap_servers, profile_for(broker.kind))
         figures = measure_restore(client, tmp, args.records, args.partitions)
     result = save_results("restore", figures)
     print(

@@ -26,8 +26,8 @@ warnings.filterwarnings("ignore")
 
 from assets import sample_data  # noqa: E402
 from assets.bronze.ingest import ingest_topic  # noqa: E402
-from edge.broker import EmbeddedBroker  # noqa: E402
-from edge.kafka import BrokerProfile, KafkaClientConfig  # noqa: E402
+from edge.broker import local_broker, profile_for  # noqa: E402
+from edge.kafka import KafkaClientConfig  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "lakehouse.json"
 CHUNK = 1_000_000
@@ -191,8 +191,8 @@ def main() -> None:
     results = []
     with tempfile.TemporaryDirectory(prefix="lakehouse-bench-") as tmp:
         workdir = Path(tmp)
-        with EmbeddedBroker(log_dir=workdir / "broker") as broker:
-            client = KafkaClientConfig(broker.bootstrap_servers, BrokerProfile.EMBEDDED)
+        with local_broker(log_dir=workdir / "broker") as broker:
+            client = KafkaClientConfig(broker.bootstrap_servers, profile_for(broker.kind))
             if not args.cold:
                 warm_s = _warm_up(spark, client, workdir)
                 print(f"JVM warm-up (not measured): {warm_s:.1f}s", flush=True)

@@ -26,8 +26,8 @@ from typing import Any
 
 from benchmarks.common import PLOTS_DIR, RESULTS_DIR, machine_info, write_results
 from benchmarks.run_all import HOOKS, BenchContext, evaluate_targets, print_table, run_hook
-from edge.broker import EmbeddedBroker
-from edge.kafka import BrokerProfile, KafkaClientConfig
+from edge.broker import local_broker, profile_for
+from edge.kafka import KafkaClientConfig
 
 #: No time budget for the full set; a generous cap so a hung run still ends.
 BUDGET_S = 4 * 3600.0
@@ -84,10 +84,10 @@ def main(argv: list[str] | None = None) -> int:
     info = machine_info()
     print(f"lakehouse benchmarks (scale {a.scale}); machine {info}", flush=True)
     results: dict[str, list[dict[str, Any]]] = {}
-    broker = EmbeddedBroker(log_dir=workdir)
+    broker = local_broker(log_dir=workdir)
     broker.start()
     try:
-        client = KafkaClientConfig(broker.bootstrap_servers, BrokerProfile.EMBEDDED)
+        client = KafkaClientConfig(broker.bootstrap_servers, profile_for(broker.kind))
         ctx = BenchContext(
             client=client, workdir=workdir, run_id=time.strftime("%H%M%S"), events=0, keys=0,
             input_topic="", variant_events=0, input_topic_variants="", input_topic_2p="", table_topic="",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dagster import Definitions
+from dagster import Definitions, ExecutorDefinition, in_process_executor, multiprocess_executor
 
 from assets.bronze.assets import BRONZE_ASSETS
 from assets.gold.assets import GOLD_ASSETS
@@ -19,14 +19,55 @@ from orchestration.resources import build_resources
 from orchestration.schedules import SCHEDULES
 from orchestration.sensors import bronze_to_daily
 from orchestration.settings import Settings, load_settings
+from quality.checks import QUALITY_CHECKS
+
+
+def _guard_pyspark_connect_import() -> None:
+    """Keep ``import pyspark.sql.connect`` from ending a Dagster run worker with ``SystemExit: 0``.
+
+    Run workers are spawned from ``python -m dagster ...``, whose ``__main__`` has neither ``__file__``
+    nor ``__spec__``; pyspark.sql.connect takes that for its own doctest run and calls ``sys.exit(0)``
+    when a Spark Connect dependency is missing (great_expectations imports it, so every quality check
+    of a run launched from the UI failed). Imported here once as an interactive session would; when a
+    dependency is missing the module is marked absent, so later imports raise ImportError, as they do
+    in any other process.
+    """
+    import sys
+
+    main = sys.modules.get("__main__")
+    bare = main is not None and getattr(main, "__spec__", None) is None and not hasattr(main, "__file__")
+    if not bare or hasattr(sys, "ps1") or "pyspark.sql.connect" in sys.modules:
+        return
+    sys.ps1 = ""
+    try:
+        import pyspark.sql.connect  # noqa: F401
+    except ImportError:
+        sys.modules["pyspark.sql.connect"] = None  # type: ignore[assignment]
+    finally:
+        del sys.ps1
+
+
+_guard_pyspark_connect_import()
 
 ALL_ASSETS = [*BRONZE_ASSETS, *DIMENSION_ASSETS, *SILVER_ASSETS, *GOLD_ASSETS, lake_maintenance]
+
+
+def executor_for(settings: Settings) -> ExecutorDefinition:
+    """The executor of every job (``dagster_executor``): runs from the UI, sensors and schedules.
+
+    ``in_process`` (default): the steps of a run share one process, so one Spark session and JVM per
+    run, as in ``streamhouse demo``. ``multiprocess``: one process (and Spark driver) per step, steps in
+    parallel; worth it only when ``spark_master`` is a remote cluster that does the work.
+    """
+    return multiprocess_executor if settings.dagster_executor == "multiprocess" else in_process_executor
 
 
 def build_definitions(settings: Settings, **resource_overrides: Any) -> Definitions:
     """Definitions with resources from ``settings`` (overrides: bootstrap_servers, topic_prefix, spark)."""
     return Definitions(
+        executor=executor_for(settings),
         assets=ALL_ASSETS,
+        asset_checks=QUALITY_CHECKS,
         jobs=JOBS,
         schedules=SCHEDULES,
         sensors=[bronze_to_daily],

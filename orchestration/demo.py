@@ -25,7 +25,7 @@ from confluent_kafka import Consumer, KafkaError, TopicPartition
 from rich.console import Console
 from rich.table import Table
 
-from edge.broker import EmbeddedBroker
+from edge.broker import BrokerKind, local_broker
 from edge.kafka import BrokerProfile, KafkaClientConfig
 from edge.kafka.admin import topic_partitions
 from orchestration.settings import Settings
@@ -44,16 +44,20 @@ class DemoSummary:
 
 @contextlib.contextmanager
 def _kafka(settings: Settings, keep_broker: bool) -> Iterator[KafkaClientConfig]:
-    if settings.broker_profile is BrokerProfile.REAL or settings.bootstrap_servers:
+    remote = settings.broker_profile is BrokerProfile.REAL and settings.broker_kind is BrokerKind.TANSU
+    if remote or settings.bootstrap_servers:
         yield settings.kafka_client()
         return
     if keep_broker:
         from edge.broker.embedded import ensure_recorded_broker
 
-        info, _ = ensure_recorded_broker(settings.state_dir)
+        info, _ = ensure_recorded_broker(settings.state_dir, kind=settings.broker_kind.value)
         yield settings.kafka_client(info.bootstrap_servers)
         return
-    with EmbeddedBroker(log_dir=settings.state_dir / "broker") as broker:
+    # broker_kind: tansu (default) or kafka; Apache Kafka gets a temporary data dir removed afterwards.
+    with local_broker(
+        settings.broker_kind, log_dir=settings.state_dir / "broker", state_dir=settings.state_dir
+    ) as broker:
         yield settings.kafka_client(broker.bootstrap_servers)
 
 
@@ -144,6 +148,93 @@ def run_edge_revenue(
         app.close(30)
 
 
+def run_edge_sessions(
+    settings: Settings,
+    client: KafkaClientConfig,
+    clicks_topic: str,
+    output: str,
+    run_id: str,
+    summary: DemoSummary,
+) -> tuple[set[tuple[str, int, int, int, int]], int]:
+    """Run examples.click_sessions in-process over every click; return its sessions (from the session
+    store, over HTTP) and how many final sessions it emitted (sessions whose window had closed)."""
+    from edge.kafka import TopicSpec, create_topics
+    from edge.runtime import StreamsApp
+    from examples.click_sessions import STORE, topology
+
+    expected = count_records(client, clicks_topic)
+    create_topics(client, [TopicSpec(output, 4)])
+    app = StreamsApp(
+        topology(clicks_topic, output),
+        {
+            "application.id": f"demo-sessions-{run_id}",
+            "bootstrap.servers": client.bootstrap_servers,
+            "broker.profile": client.profile.value,
+            "kafka": dict(client.extra),
+            "state.dir": str(settings.state_dir / "streams"),
+            "application.server": "127.0.0.1:0",
+            "commit.interval.ms": 500,
+            "default.deserialization.exception.handler": "continue",
+        },
+    )
+    started = time.perf_counter()
+    app.start()
+    try:
+        if not app.wait_until_running(90):
+            raise RuntimeError(f"the sessions app did not reach RUNNING (state {app.state.name})")
+        _wait_caught_up(app, expected, "examples.click_sessions")
+        with urllib.request.urlopen(
+            f"http://{app.advertised_server}/v1/stores/{STORE}/all?limit=1000000"
+        ) as resp:
+            body = json.loads(resp.read())
+        sessions = {
+            (
+                e["key"],
+                e["window"]["start"],
+                e["window"]["end"],
+                len(e["value"]["events"]),
+                len(e["value"]["pages"]),
+            )
+            for e in body["entries"]
+        }
+    finally:
+        app.close(30)
+    final = count_records(client, output)
+    summary.add(
+        "Edge sessions",
+        f"examples.click_sessions read {expected:,} clicks in {time.perf_counter() - started:.1f}s: "
+        f"{len(sessions):,} sessions in store {STORE!r}, {final:,} final results emitted to {output} "
+        f"(windows closed; the rest are still open at the end of the data)",
+    )
+    return sessions, final
+
+
+def _wait_caught_up(app: object, expected: int, what: str) -> None:
+    """At least every input processed, then no progress for 1.5 s (three commit intervals)."""
+    deadline = time.monotonic() + 180
+    last, still_since = -1, time.monotonic()
+    while time.monotonic() < deadline:
+        n = app.stats.records_processed  # type: ignore[attr-defined]
+        if n != last:
+            last, still_since = n, time.monotonic()
+        elif n >= expected and time.monotonic() - still_since > 1.5:
+            return
+        time.sleep(0.1)
+    raise TimeoutError(f"{what} processed {last} records; expected at least {expected}")
+
+
+def gold_sessions(settings: Settings) -> set[tuple[str, int, int, int, int]]:
+    """``gold/click_sessions`` as (user, start ms, end ms, clicks, pages), the edge's shape."""
+    import duckdb
+
+    from assets.delta import duckdb_relation
+
+    con = duckdb.connect()
+    rel = duckdb_relation(con, str(settings.lake_root / "gold" / "click_sessions"))
+    rows = rel.project("user_id, epoch_ms(session_start), epoch_ms(session_end), clicks, pages").fetchall()
+    return {(u, int(s), int(e), int(c), int(p)) for u, s, e, c, p in rows}
+
+
 def _ingest_edge_output(
     settings: Settings, client: KafkaClientConfig, prefix: str, spark: object, summary: DemoSummary
 ) -> None:
@@ -189,6 +280,8 @@ def _quiet_spark(settings: Settings) -> object:
             settings.spark_master,
             app_name="streamhouse-demo",
             extra_conf={"spark.ui.showConsoleProgress": "false", **settings.spark_conf},
+            delta_jars_available=settings.native_delta(),
+            delta_jars=settings.spark_delta_jars(),
         )
     spark.sparkContext.setLogLevel("ERROR")
     return spark
@@ -228,7 +321,35 @@ def run_demo(
             run_id,
             summary,
         )
+        sessions, _ = run_edge_sessions(
+            settings,
+            client,
+            f"{prefix}{sample_data.CLICKS}",
+            f"{prefix}edge_click_sessions",
+            run_id,
+            summary,
+        )
         _ingest_edge_output(settings, client, prefix, spark, summary)
+    gold_session_rows = gold_sessions(settings)
+    edge_clicks, gold_clicks = sum(r[3] for r in sessions), sum(r[3] for r in gold_session_rows)
+    if gold_clicks != edge_clicks:
+        summary.add(
+            "Sessions, edge vs gold",
+            f"not compared: gold/click_sessions holds {gold_clicks:,} clicks from every demo run in "
+            f"{settings.lake_root}, the edge saw this run's {edge_clicks:,}; a fresh lake compares them",
+        )
+    elif sessions != gold_session_rows:
+        only_edge, only_gold = sorted(sessions - gold_session_rows), sorted(gold_session_rows - sessions)
+        raise RuntimeError(
+            f"the edge's sessions differ from gold/click_sessions: {len(only_edge)} only in the edge "
+            f"(e.g. {only_edge[:3]}), {len(only_gold)} only in gold (e.g. {only_gold[:3]})"
+        )
+    else:
+        summary.add(
+            "Sessions, edge = gold",
+            f"all {len(sessions):,} sessions agree (user, start, end, clicks, pages): Kafka Streams' "
+            f"session windows at the edge and Spark in gold apply the same 30-minute inclusive gap",
+        )
     gold = gold_revenue(settings)
     top = sorted(edge, key=edge.__getitem__, reverse=True)[:3]
     summary.add("Revenue, live (edge store)", "; ".join(f"{p} {edge[p]:,.2f}" for p in top))

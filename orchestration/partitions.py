@@ -11,7 +11,22 @@ from datetime import date, datetime
 
 from dagster import BackfillPolicy, DailyPartitionsDefinition
 
-PARTITION_START = "2025-01-01"
+
+def _configured_start() -> str:
+    """``partitions_start`` (STREAMHOUSE_PARTITIONS_START / streamhouse.yaml), read when this module loads.
+
+    Settings that do not load fall back to the default here; the Definitions load them again and fail
+    with the message naming the key.
+    """
+    from orchestration.settings import Settings, SettingsError, load_settings
+
+    try:
+        return load_settings().partitions_start.isoformat()
+    except SettingsError:
+        return Settings.model_fields["partitions_start"].default.isoformat()
+
+
+PARTITION_START = _configured_start()
 DAILY = DailyPartitionsDefinition(start_date=PARTITION_START, timezone="UTC")
 #: At most this many days per backfill run (bounded memory on small machines).
 BACKFILL_POLICY = BackfillPolicy.multi_run(max_partitions_per_run=31)

@@ -97,6 +97,8 @@ class LakehouseSparkResource(PySparkResource):
     """
 
     delta_jars_available: bool = False
+    #: delta-spark jars to put on the classpath (``Settings.spark_delta_jars()``).
+    delta_jars: list[str] = Field(default_factory=list)
 
     def setup_for_execution(self, context: InitResourceContext) -> None:
         from assets.spark.session import build_spark_session
@@ -105,7 +107,11 @@ class LakehouseSparkResource(PySparkResource):
         master = conf.pop("spark.master", "local[*]")
         app_name = conf.pop("spark.app.name", "streamhouse-lakehouse")
         self._spark_session = build_spark_session(
-            master, app_name=app_name, extra_conf=conf, delta_jars_available=self.delta_jars_available
+            master,
+            app_name=app_name,
+            extra_conf=conf,
+            delta_jars_available=self.delta_jars_available,
+            delta_jars=self.delta_jars,
         )
 
 
@@ -135,8 +141,12 @@ def build_resources(
     bootstrap_servers: str | None = None,
     topic_prefix: str = "",
     spark: PySparkResource | None = None,
+    quality: Any = None,
 ) -> dict[str, Any]:
-    """The resource dict every lakehouse asset needs: ``kafka``, ``lake`` and ``pyspark``."""
+    """The resource dict every lakehouse asset needs: ``kafka``, ``lake`` and ``pyspark``; and the
+    quality checks' ``quality`` (Data Docs under ``state_dir/quality``)."""
+    from quality.checks import QualityResource
+
     return {
         "kafka": KafkaResource(
             bootstrap_servers=bootstrap_servers or settings.bootstrap_servers or "",
@@ -146,9 +156,11 @@ def build_resources(
             state_dir=str(settings.state_dir),
         ),
         "lake": LakeResource(lake_root=str(settings.lake_root)),
+        "quality": quality or QualityResource(docs_dir=str(settings.state_dir / "quality")),
         "pyspark": spark
         or LakehouseSparkResource(
             spark_config=spark_config_from_settings(settings),
-            delta_jars_available=settings.delta_jars_available,
+            delta_jars_available=settings.native_delta(),
+            delta_jars=settings.spark_delta_jars(),
         ),
     }

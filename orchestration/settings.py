@@ -1,8 +1,10 @@
 """One typed settings object for the whole platform, from environment variables and an optional YAML file.
 
 Precedence: ``STREAMHOUSE_*`` environment variables > the YAML file > defaults. The YAML file is
-``$STREAMHOUSE_CONFIG`` if set, else ``streamhouse.yaml`` in the working directory if present. Unknown
-keys are errors (a typo must not silently fall back to a default), and every error names the key.
+``$STREAMHOUSE_CONFIG`` if set, else ``streamhouse.yaml`` in the working directory, else in the project
+home (``project_home()``: ``$STREAMHOUSE_HOME``, else the checkout), if present. Relative paths resolve
+against the project home, so every command finds the same broker record and lake from any directory.
+Unknown keys are errors (a typo must not silently fall back to a default), and every error names the key.
 
 Kafka client properties for a real cluster (SASL/TLS, client.id, ...) go under ``kafka:`` in YAML or as
 ``STREAMHOUSE_KAFKA__<PROPERTY>`` with dots written as single underscores
@@ -13,12 +15,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from datetime import date
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from assets.spark.delta_jars import delta_jars
+from edge.broker.local import BrokerKind
 from edge.errors import StreamhouseError
 from edge.kafka.profile import BrokerProfile, KafkaClientConfig
 
@@ -26,8 +31,33 @@ ENV_PREFIX = "STREAMHOUSE_"
 CONFIG_ENV = "STREAMHOUSE_CONFIG"
 DEFAULT_CONFIG_FILE = "streamhouse.yaml"
 KAFKA_ENV_PREFIX = "STREAMHOUSE_KAFKA__"
-#: Variables that share the prefix but are not settings.
-NON_SETTING_ENV = {CONFIG_ENV, "STREAMHOUSE_TANSU_BIN"}
+HOME_ENV = "STREAMHOUSE_HOME"
+#: Variables that share the prefix but are not settings: the config file, the project home, binaries
+#: located by other means, stack traces on errors (``STREAMHOUSE_DEBUG``) and the test suite's broker.
+NON_SETTING_ENV = {
+    CONFIG_ENV,
+    HOME_ENV,
+    "STREAMHOUSE_TANSU_BIN",
+    "STREAMHOUSE_KAFKA_DIST",
+    "STREAMHOUSE_DEBUG",
+    "STREAMHOUSE_TEST_BOOTSTRAP_SERVERS",
+}
+
+
+def project_home(environ: Mapping[str, str] | None = None) -> Path:
+    """Where relative paths (``.state``, ``.state/lake``, ...) and a fallback streamhouse.yaml live.
+
+    ``$STREAMHOUSE_HOME`` if set; else the project checkout this code runs from (the directory holding
+    ``pyproject.toml`` and ``orchestration/``), so the CLI finds the recorded broker and the lake from any
+    directory; else (an installed wheel) the working directory.
+    """
+    environ = os.environ if environ is None else environ
+    if environ.get(HOME_ENV):
+        return Path(environ[HOME_ENV]).expanduser().resolve()
+    checkout = Path(__file__).resolve().parents[1]
+    if (checkout / "pyproject.toml").is_file() and (checkout / "orchestration").is_dir():
+        return checkout
+    return Path.cwd()
 
 
 class SettingsError(StreamhouseError):
@@ -37,18 +67,30 @@ class SettingsError(StreamhouseError):
 class Settings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    #: ``embedded`` (the Tansu broker this project starts) or ``real`` (any Kafka cluster).
+    #: ``embedded`` (Tansu's tuned client settings) or ``real`` (Kafka's defaults, any Kafka cluster).
+    #: Unset: follows ``broker_kind`` (tansu → embedded, kafka → real).
     broker_profile: BrokerProfile = BrokerProfile.EMBEDDED
+    #: The local broker that `streamhouse broker start`, the demo, tests and benchmarks start:
+    #: ``tansu`` (embedded, in memory) or ``kafka`` (Apache Kafka from jars `make install` resolves).
+    broker_kind: BrokerKind = BrokerKind.TANSU
     #: Required for ``real``; for ``embedded`` it defaults to the broker recorded under ``state_dir``.
     bootstrap_servers: str | None = None
     kafka: dict[str, str] = Field(default_factory=dict)
     lake_root: Path = Path(".state/lake")
     spark_master: str = "local[*]"
     spark_conf: dict[str, str] = Field(default_factory=dict)
-    #: True only where the delta-spark jars are on Spark's classpath; enables Spark's native Delta path.
-    delta_jars_available: bool = False
+    #: Spark's native Delta path (delta-spark jars on the classpath). Unset: on exactly when `make install`
+    #: resolved the jars into ``<state_dir>/jars/delta``; true/false set explicitly always wins.
+    delta_jars_available: bool | None = None
     state_dir: Path = Path(".state")
     dagster_home: Path = Path(".state/dagster")
+    #: How a Dagster run executes its steps: ``in_process`` (one process and one Spark session shared by
+    #: every step of the run: what the demo does, the fastest on one machine) or ``multiprocess`` (a
+    #: process, and a Spark driver, per step; steps run in parallel, for a remote ``spark_master``).
+    dagster_executor: Literal["in_process", "multiprocess"] = "in_process"
+    #: First daily partition of silver and gold (the Dagster UI counts missing days from here). The
+    #: default covers the sample data (``assets/sample_data.py``: 2026-01-05 on, late events a day before).
+    partitions_start: date = date(2026, 1, 1)
 
     @field_validator("bootstrap_servers")
     @classmethod
@@ -68,35 +110,66 @@ class Settings(BaseModel):
             raise ValueError("must not be empty (e.g. local[*], spark://host:7077, yarn)")
         return value
 
+    @model_validator(mode="before")
+    @classmethod
+    def _profile_follows_kind(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("broker_profile") in (None, ""):
+            kind = str(data.get("broker_kind") or BrokerKind.TANSU.value).strip().lower()
+            profile = BrokerProfile.REAL if kind == BrokerKind.KAFKA.value else BrokerProfile.EMBEDDED
+            data = {**data, "broker_profile": profile.value}
+        return data
+
     @model_validator(mode="after")
     def _real_needs_servers(self) -> Settings:
-        if self.broker_profile is BrokerProfile.REAL and not self.bootstrap_servers:
+        local_kafka = self.broker_kind is BrokerKind.KAFKA
+        if self.broker_profile is BrokerProfile.REAL and not self.bootstrap_servers and not local_kafka:
             raise ValueError(
-                "broker_profile=real needs bootstrap_servers (STREAMHOUSE_BOOTSTRAP_SERVERS=host:port)"
+                "broker_profile=real needs bootstrap_servers (STREAMHOUSE_BOOTSTRAP_SERVERS=host:port), "
+                "or broker_kind=kafka for a local Apache Kafka"
             )
         return self
 
     def resolved(self, base: Path | None = None) -> Settings:
-        """Paths made absolute against ``base`` (default: the working directory)."""
-        base = base or Path.cwd()
+        """Paths made absolute against ``base`` (default: ``project_home()``)."""
+        base = base or project_home()
         updates = {
             name: (base / getattr(self, name)).resolve()
             for name in ("lake_root", "state_dir", "dagster_home")
             if not getattr(self, name).is_absolute()
         }
+        if self.delta_jars_available is None:
+            updates["delta_jars_available"] = bool(delta_jars(updates.get("state_dir", self.state_dir)))
         return self.model_copy(update=updates)
 
+    def native_delta(self) -> bool:
+        """`delta_jars_available` with the default applied (also before `resolved()`)."""
+        if self.delta_jars_available is None:
+            return bool(delta_jars(self.state_dir))
+        return self.delta_jars_available
+
+    def spark_delta_jars(self) -> list[str]:
+        """The resolved jars to put on Spark's classpath when the native Delta path is on."""
+        return [str(p) for p in delta_jars(self.state_dir)] if self.native_delta() else []
+
     def kafka_client(self, bootstrap_servers: str | None = None) -> KafkaClientConfig:
-        """Client config: the given servers, else the configured ones, else the recorded embedded broker."""
+        """Client config: the given servers, else the configured ones, else the recorded local broker."""
         servers = bootstrap_servers or self.bootstrap_servers
-        if not servers and self.broker_profile is BrokerProfile.EMBEDDED:
+        local = self.broker_profile is BrokerProfile.EMBEDDED or self.broker_kind is BrokerKind.KAFKA
+        if not servers and local:
             from edge.broker.embedded import broker_status
 
             info, alive = broker_status(self.state_dir)
+            if info is not None and alive and info.kind != self.broker_kind.value:
+                raise SettingsError(
+                    f"the recorded broker at {info.bootstrap_servers} is {info.kind} but broker_kind is "
+                    f"{self.broker_kind.value}; stop it (`streamhouse broker stop`) or set "
+                    f"STREAMHOUSE_BROKER_KIND={info.kind}"
+                )
             servers = info.bootstrap_servers if info is not None and alive else None
         if not servers:
+            kind = " --kind kafka" if self.broker_kind is BrokerKind.KAFKA else ""
             raise SettingsError(
-                "no Kafka bootstrap servers: start the embedded broker (`streamhouse broker start`), "
+                f"no Kafka bootstrap servers: start the local broker (`streamhouse broker start{kind}`), "
                 "pass --bootstrap-servers or set STREAMHOUSE_BOOTSTRAP_SERVERS"
             )
         return KafkaClientConfig(servers, self.broker_profile, dict(self.kafka))
@@ -151,8 +224,9 @@ def load_settings(
     source = "defaults"
     raw: dict[str, Any] = {}
     path = config_file or (Path(environ[CONFIG_ENV]) if environ.get(CONFIG_ENV) else None)
-    if path is None and Path(DEFAULT_CONFIG_FILE).is_file():
-        path = Path(DEFAULT_CONFIG_FILE)
+    if path is None:
+        home = base or project_home(environ)
+        path = next((p for p in (Path(DEFAULT_CONFIG_FILE), home / DEFAULT_CONFIG_FILE) if p.is_file()), None)
     if path is not None:
         raw.update(_file_settings(path))
         source = str(path)
@@ -169,4 +243,4 @@ def load_settings(
             f"{'.'.join(str(p) for p in err['loc']) or 'settings'}: {err['msg']}" for err in exc.errors()
         )
         raise SettingsError(f"invalid settings (from {source}): {problems}") from None
-    return settings.resolved(base)
+    return settings.resolved(base or project_home(environ))

@@ -1,4 +1,4 @@
-"""Reading Delta tables from Spark (without Delta jars), Arrow and DuckDB.
+"""Reading Delta tables from Spark (natively with Delta jars, else as plain Parquet), Arrow and DuckDB.
 
 Spark reads the exact file list of a snapshot as plain Parquet with the Delta schema; partition
 values come from the *log* (joined by file name) rather than from directory names, so files written
@@ -146,9 +146,27 @@ def read_spark(
 
     `partitions` ({partition column: value or list of values, None = the null partition}) prunes the
     file list before Spark sees it, so reading one day of a daily table scans only that day's files.
+
+    With native Delta on (`assets.delta.native`) Spark reads ``format("delta")`` with ``versionAsOf``;
+    a `timestamp` is first resolved to its version through the log (the latest version committed at
+    or before it), so both engines read the same version for the same timestamp, including one after
+    the last commit (Spark's ``timestampAsOf`` refuses those).
     """
+    from assets.delta.native import native_setting, read_native
+
     location = resolve(table_uri)
     dt = open_table(location, version=version, timestamp=timestamp)
+    if native_setting(spark) != "false":
+        pinned = dt.version() if (version is not None or timestamp is not None) else None
+        df = read_native(spark, location, pinned)
+        if partitions is not None:
+            from assets.delta.partitions import spark_predicate
+
+            parts = partition_columns(dt)
+            types = {f["name"]: f["type"] for f in schema_json(dt)["fields"] if f["name"] in parts}
+            typed = normalize_where(partitions, types, table_uri=location.uri, version=dt.version())
+            df = df.where(spark_predicate(typed))
+        return df
     check_plain_parquet_readable(dt, location.uri)
     files = prune_files(dt, active_files(dt), partitions, location.uri)
     return read_files(spark, location, schema_json(dt), partition_columns(dt), files)
@@ -213,5 +231,12 @@ def table_version(table_uri: str | os.PathLike[str]) -> int:
 
 
 def history(table_uri: str | os.PathLike[str], limit: int | None = None) -> list[dict[str, Any]]:
-    """Commit infos, newest first, each with its `version`."""
-    return open_table(resolve(table_uri)).history(limit)
+    """Commit infos, newest first, each with its `version`.
+
+    The commit metadata a native Delta write keeps as JSON in ``userMetadata`` is flattened into the
+    entry, so entries carry the same keys (``streamhouse.inputs``, ...) whichever engine wrote them.
+    """
+    from assets.delta.native import user_metadata
+
+    entries = open_table(resolve(table_uri)).history(limit)
+    return [{**user_metadata(e), **e} for e in entries]

@@ -89,13 +89,50 @@ def _read(spark: Any, inp: GoldInput, days: list[date]) -> Any:
     return read_partitions(spark, inp.uri, version=inp.version, column=inp.column, values=inp.span(days))
 
 
-def _unchanged(lake: LakeResource, name: str, plan: GoldPlan, inputs: dict[str, int]) -> MaterializeResult:
-    """No requested day had a changed input: nothing is read or written."""
-    days = {
+def _unchanged(
+    lake: LakeResource, name: str, plan: GoldPlan, inputs: dict[str, int], skipped: str = ""
+) -> MaterializeResult:
+    """No requested day had a changed input (or any input at all): nothing is read or written."""
+    days: dict[str, Any] = {
         "recomputed_days": MetadataValue.json([]),
         "unchanged_days": MetadataValue.json([d.isoformat() for d in plan.unchanged]),
     }
+    if skipped:
+        days["skipped"] = MetadataValue.text(skipped)
     return MaterializeResult(metadata=up_to_date_metadata(lake.table_uri("gold", name), inputs, days))
+
+
+def _no_silver(
+    context: AssetExecutionContext, lake: LakeResource, name: str, topic: str
+) -> MaterializeResult | None:
+    """A run whose silver event table was never written (its days had no input data): nothing to do."""
+    from assets.lineage import pinned_version
+
+    if pinned_version(lake.table_uri("silver", topic)) is not None:
+        return None
+    keys = context.partition_keys
+    days = ", ".join(keys) if len(keys) <= 3 else f"{keys[0]}..{keys[-1]}"
+    context.log.info(f"gold/{name}: silver/{topic} has no data yet, no input data for {days}")
+    return MaterializeResult(
+        metadata={
+            "table_uri": MetadataValue.path(lake.table_uri("gold", name)),
+            "commit_skipped": MetadataValue.bool(True),
+            "rows_written": MetadataValue.int(0),
+            "skipped": MetadataValue.text(f"no input data for {days}"),
+        }
+    )
+
+
+def _holds_rows(uri: str, name: str, days: list[date]) -> bool:
+    """Whether the gold table has files in any of ``days`` (a recompute would replace them)."""
+    from assets.delta.changes import PartitionFiles
+    from assets.lineage import pinned_version
+
+    version = pinned_version(uri)
+    if version is None:
+        return False
+    files = PartitionFiles.load(uri, version, GOLD_PARTITION[name])
+    return bool(files.of([d.isoformat() for d in days]))
 
 
 def _materialize(
@@ -118,6 +155,11 @@ def _materialize(
         )
     if not plan.stale:
         return _unchanged(lake, name, plan, versions)
+    if plan.input_rows == 0 and not _holds_rows(lake.table_uri("gold", name), name, plan.stale):
+        # The stale days' event inputs are empty and there is nothing to replace: no Delta version.
+        days = ", ".join(d.isoformat() for d in plan.stale)
+        context.log.info(f"gold/{name}: no input data for {days}; nothing written")
+        return _unchanged(lake, name, plan, versions, skipped=f"no input data for {days}")
     spark = pyspark.spark_session
     df = compute([_read(spark, inp, plan.stale) for inp in inputs], plan.stale)
     return _write_gold(context, lake, name, df, plan, versions, plot)
@@ -263,6 +305,8 @@ def _gold(name: str, deps: list[Any], description: str):
 def revenue_tumbling_5m(
     context: AssetExecutionContext, config: GoldConfig, lake: LakeResource, pyspark: PySparkResource
 ) -> MaterializeResult:
+    if (skipped := _no_silver(context, lake, TUMBLING, ORDERS)) is not None:
+        return skipped
     return _materialize(
         context,
         config,
@@ -283,6 +327,8 @@ def revenue_tumbling_5m(
 def revenue_hopping_10m(
     context: AssetExecutionContext, config: GoldConfig, lake: LakeResource, pyspark: PySparkResource
 ) -> MaterializeResult:
+    if (skipped := _no_silver(context, lake, HOPPING, ORDERS)) is not None:
+        return skipped
     return _materialize(
         context,
         config,
@@ -303,6 +349,8 @@ def revenue_hopping_10m(
 def click_sessions(
     context: AssetExecutionContext, config: GoldConfig, lake: LakeResource, pyspark: PySparkResource
 ) -> MaterializeResult:
+    if (skipped := _no_silver(context, lake, SESSIONS, CLICKS)) is not None:
+        return skipped
     return _materialize(
         context,
         config,
@@ -323,6 +371,8 @@ def click_sessions(
 def orders_enriched(
     context: AssetExecutionContext, config: GoldConfig, lake: LakeResource, pyspark: PySparkResource
 ) -> MaterializeResult:
+    if (skipped := _no_silver(context, lake, ENRICHED, ORDERS)) is not None:
+        return skipped
     return _materialize(
         context,
         config,

@@ -36,6 +36,7 @@ from assets.lineage import (
 )
 from assets.sample_data import CLICKS, CUSTOMERS, ORDERS, PRODUCTS
 from assets.silver.transform import (
+    FAILED,
     PARTITION_COL,
     QUARANTINE_KEY,
     SPECS,
@@ -212,6 +213,16 @@ def _write(
     return write(df, uri, mode="append", **common)
 
 
+def _quarantine_evolves(q_uri: str, columns: list[str]) -> bool:
+    """A quarantine table written before it recorded the failed expectations and run id gains them."""
+    from assets.delta import table_exists, table_schema
+
+    if not table_exists(q_uri):
+        return False
+    existing = {f.name for f in table_schema(q_uri).fields}
+    return any(c not in existing for c in columns)
+
+
 def _write_pair(
     spark: Any,
     spec: SilverSpec,
@@ -220,14 +231,19 @@ def _write_pair(
     bronze_df: Any,
     rule: SchemaRule,
     target: _Target,
+    run_id: str = "",
 ) -> tuple[MaterializeResult, MaterializeResult]:
-    """Silver and quarantine rows from ``bronze_df``; appended rows skip keys the tables already hold."""
+    """Silver and quarantine rows from ``bronze_df``; appended rows skip keys the tables already hold.
+
+    Nothing disappears: the metadata's ``rows_in`` (bronze records read) equals ``rows_passed`` (rows
+    passing every drop expectation: written, or dropped as duplicates) plus ``rows_quarantined``.
+    """
     from pyspark import StorageLevel
 
     topic = spec.topic
     silver_uri = lake.table_uri("silver", topic)
     q_uri = lake.table_uri("quarantine", topic)
-    frames = split(bronze_df, spec, rule)
+    frames = split(bronze_df, spec, rule, run_id)
     frames.typed.persist(StorageLevel.MEMORY_AND_DISK)
     valid = quarantine = None
     try:
@@ -255,15 +271,24 @@ def _write_pair(
         commit = _write(
             valid, silver_uri, target, evolves=evolves, lineage=lineage, partitioned=dates is not None
         )
-        q_commit = _write(quarantine, q_uri, target, evolves=False, lineage=lineage, partitioned=True)
+        q_evolves = _quarantine_evolves(q_uri, ["failed_expectations", "run_id"])
+        q_commit = _write(quarantine, q_uri, target, evolves=q_evolves, lineage=lineage, partitioned=True)
         profile = row_profile(frames.typed, spec, rule)
         typed_valid = profile.pop("", 0)
         unknown = profile.pop(UNKNOWN, [])
+        failed = profile.pop(FAILED, {})
+        rejected = sum(profile.values())
         extra: dict[str, Any] = {
             "duplicates_dropped": MetadataValue.int(
                 max(0, typed_valid - commit.rows_written) if topic != CUSTOMERS else 0
             ),
             "quarantined": MetadataValue.int(q_commit.rows_written),
+            "rows_in": MetadataValue.int(typed_valid + rejected),
+            "rows_passed": MetadataValue.int(typed_valid),
+            "rows_quarantined": MetadataValue.int(rejected),
+            "expectations_dropped": MetadataValue.json(
+                {e.name: failed.get(e.name, 0) for e in spec.drop_expectations}
+            ),
             "unknown_payload_fields": MetadataValue.json(unknown),
             "schema_rule": MetadataValue.json(dict(rule.add_columns)),
             "schema_evolved": MetadataValue.bool(evolves),
@@ -292,13 +317,15 @@ def _write_pair(
 
 
 def _up_to_date(
-    lake: LakeResource, topic: str, bronze_version: int, dates: list[date] | None
+    lake: LakeResource, topic: str, bronze_version: int, dates: list[date] | None, skipped: str = ""
 ) -> tuple[MaterializeResult, MaterializeResult]:
     """Materializations for a run that found no bronze record its days have not seen: no commit."""
     inputs = {f"bronze/{topic}": bronze_version}
-    extra = (
+    extra: dict[str, Any] = (
         {} if dates is None else {"partitions_checked": MetadataValue.json([d.isoformat() for d in dates])}
     )
+    if skipped:
+        extra["skipped"] = MetadataValue.text(skipped)
     return (
         MaterializeResult(
             asset_key=silver_key(topic),
@@ -309,6 +336,27 @@ def _up_to_date(
             metadata=up_to_date_metadata(lake.table_uri("quarantine", topic), inputs, extra),
         ),
     )
+
+
+def _holds_rows(lake: LakeResource, topic: str, days: list[date]) -> bool:
+    """Whether silver or quarantine has files in any of ``days`` (a rebuild would replace them)."""
+    from assets.delta.changes import PartitionFiles
+    from assets.lineage import pinned_version
+
+    keys = [d.isoformat() for d in days]
+    for layer in ("silver", "quarantine"):
+        uri = lake.table_uri(layer, topic)
+        version = pinned_version(uri) if keys else None
+        if version is not None and PartitionFiles.load(uri, version, PARTITION_COL).of(keys):
+            return True
+    return False
+
+
+def _no_input_reason(plan: BronzeReadPlan, dates: list[date]) -> str:
+    days = ", ".join(d.isoformat() for d in dates) if len(dates) <= 3 else f"{dates[0]}..{dates[-1]}"
+    if plan.bronze.of([d.isoformat() for d in dates]):
+        return f"no new input data for {days}"
+    return f"no input data for {days}"
 
 
 def _days_metadata(plan: BronzeReadPlan) -> dict[str, Any]:
@@ -367,6 +415,12 @@ def build_silver_events(topic: str) -> AssetsDefinition:
         if plan.up_to_date:
             yield from _up_to_date(lake, topic, bronze_version, dates)
             return
+        if not plan.files and not _holds_rows(lake, topic, plan.rebuild_days):
+            # No bronze record to read and nothing to replace: no Delta version (an empty day, or days
+            # whose bronze partitions did not change while bronze got data for other days).
+            context.log.info(f"silver/{topic}: {_no_input_reason(plan, dates)}; nothing written")
+            yield from _up_to_date(lake, topic, bronze_version, dates, skipped=_no_input_reason(plan, dates))
+            return
         spark = pyspark.spark_session
         target = _Target(
             plan.rebuild_days,
@@ -377,7 +431,9 @@ def build_silver_events(topic: str) -> AssetsDefinition:
             plan.overlap_days,
             small=plan.records is not None and plan.records <= SMALL_BATCH_ROWS,
         )
-        yield from _write_pair(spark, spec, lake, bronze_version, read_plan(spark, plan), rule, target)
+        yield from _write_pair(
+            spark, spec, lake, bronze_version, read_plan(spark, plan), rule, target, context.run_id
+        )
 
     return _silver
 
@@ -428,7 +484,7 @@ def build_silver_dimension(topic: str) -> AssetsDefinition:
         bronze_df = read_partitions(spark, bronze_uri, version=bronze_version)
         txns = [] if current else [AppTransaction(app_id, bronze_version)]
         target = _Target(None, [], txns, {})
-        yield from _write_pair(spark, spec, lake, bronze_version, bronze_df, rule, target)
+        yield from _write_pair(spark, spec, lake, bronze_version, bronze_df, rule, target, context.run_id)
 
     return _silver
 

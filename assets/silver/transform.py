@@ -1,7 +1,10 @@
 """Bronze → silver: typed columns, one row per event id, and every rejected row kept with its reason.
 
 The typed contract of each topic is ``PAYLOAD_SCHEMAS`` in ``assets.sample_data``. Casting uses
-``try_cast`` so a bad value becomes a quarantine reason, never a failed job. Schema evolution happens
+``try_cast`` so a bad value becomes a quarantine reason, never a failed job. Which rows are rejected is
+decided by the table's row-level expectations with action ``drop`` (``assets.silver.expectations``, the
+row-level part of the table's Great Expectations suite in ``quality/``); a rejected row carries the
+readable ``reason``, the names of the failed expectations and the run id. Schema evolution happens
 only through an explicit rule (``SchemaRule``): payload fields outside the contract are counted and
 ignored until a rule adds them as nullable columns.
 """
@@ -13,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from assets.sample_data import CLICKS, CUSTOMERS, ORDERS, PAYLOAD_SCHEMAS, PRODUCTS
+from assets.silver.expectations import DROP, RowExpectation, row_expectations
 from edge.errors import StreamhouseError
 
 if TYPE_CHECKING:
@@ -33,6 +37,8 @@ QUARANTINE_COLUMNS = [
     "key",
     "value",
     "reason",
+    "failed_expectations",
+    "run_id",
     "event_timestamp",
     "ingest_time",
     PARTITION_COL,
@@ -76,21 +82,24 @@ class SilverSpec:
     key: tuple[str, ...]
     #: typed event-time column that decides the daily partition (None: not time-partitioned)
     time_col: str | None
-    #: extra validity checks: (SQL condition that must hold, reason when it does not)
-    checks: tuple[tuple[str, str], ...] = ()
 
     @property
     def contract(self) -> dict[str, str]:
         return PAYLOAD_SCHEMAS[self.topic]
 
+    @property
+    def expectations(self) -> list[RowExpectation]:
+        """The row-level expectations of ``silver/<topic>`` (every action)."""
+        return row_expectations(self.topic, self.contract, self.time_col)
+
+    @property
+    def drop_expectations(self) -> list[RowExpectation]:
+        """The ones that send a failing row to quarantine."""
+        return [e for e in self.expectations if e.action == DROP]
+
 
 SPECS: dict[str, SilverSpec] = {
-    ORDERS: SilverSpec(
-        ORDERS,
-        ("order_id",),
-        "event_time",
-        (("quantity > 0", "quantity must be > 0"), ("unit_price >= 0", "unit_price must be >= 0")),
-    ),
+    ORDERS: SilverSpec(ORDERS, ("order_id",), "event_time"),
     CLICKS: SilverSpec(CLICKS, ("event_id",), "event_time"),
     CUSTOMERS: SilverSpec(CUSTOMERS, ("customer_id", "updated_at"), None),
     PRODUCTS: SilverSpec(PRODUCTS, ("product_id",), None),
@@ -110,14 +119,17 @@ def parse_payload(value: Column) -> Column:
 
 @dataclass
 class SilverFrames:
-    typed: DataFrame  # every bronze row, typed, with ``_reason`` ("" when valid); worth persisting
+    typed: DataFrame  # every bronze row, typed, with ``_reason`` ("" when valid) and ``_failed``
     valid: DataFrame  # typed, not yet deduplicated
     quarantine: DataFrame
     columns: list[str]
 
 
-def split(bronze: DataFrame, spec: SilverSpec, rule: SchemaRule | None = None) -> SilverFrames:
-    """Typed rows and rejected rows (with a reason) from bronze rows of one topic."""
+def split(
+    bronze: DataFrame, spec: SilverSpec, rule: SchemaRule | None = None, run_id: str = ""
+) -> SilverFrames:
+    """Typed rows and rejected rows from bronze rows of one topic: a row failing any ``drop``
+    expectation is rejected with the readable reasons, the failed expectation names and ``run_id``."""
     from pyspark.sql import functions as F
 
     rule = rule or SchemaRule()
@@ -139,24 +151,17 @@ def split(bronze: DataFrame, spec: SilverSpec, rule: SchemaRule | None = None) -
         F.col(PARTITION_COL).alias("_bronze_date"),
         *typed_cols,
     )
-    reasons: list[Column] = [F.when(F.col("payload").isNull(), F.lit("payload is not a JSON object"))]
-    for name, typ in spec.contract.items():
-        raw = F.col("payload")[name]
-        reasons.append(F.when(F.col("payload").isNotNull() & raw.isNull(), F.lit(f"missing {name}")))
-        reasons.append(
-            F.when(raw.isNotNull() & F.col(name).isNull(), F.concat(F.lit(f"{name} is not a {typ}: "), raw))
-        )
-    for condition, reason in spec.checks:
-        reasons.append(F.when(~F.coalesce(F.expr(condition), F.lit(True)), F.lit(reason)))
-    if spec.time_col is not None:
-        reasons.append(
-            F.when(
-                F.to_date(F.col(spec.time_col)) != F.col("_bronze_date"),
-                F.lit(f"{spec.time_col} is not on the record timestamp's day"),
-            )
-        )
-    # concat_ws skips nulls: "" means valid (no higher-order function, so it stays in codegen).
-    df = df.withColumn("_reason", F.concat_ws("; ", *reasons))
+    reasons: list[Column] = []
+    names: list[Column] = []
+    for exp in spec.drop_expectations:
+        violated = F.coalesce(F.expr(exp.violation), F.lit(False))
+        reasons.append(F.when(violated, F.expr(exp.message)))
+        names.append(F.when(violated, F.lit(exp.name)))
+    # concat_ws skips nulls: "" means valid; array_compact drops the nulls of passed expectations
+    # (neither is a higher-order function, so both stay in codegen).
+    df = df.withColumn("_reason", F.concat_ws("; ", *reasons)).withColumn(
+        "_failed", F.array_compact(F.array(*names))
+    )
     quarantine = df.filter(F.col("_reason") != "").select(
         "topic",
         "partition",
@@ -164,6 +169,8 @@ def split(bronze: DataFrame, spec: SilverSpec, rule: SchemaRule | None = None) -
         "key",
         "value",
         F.col("_reason").alias("reason"),
+        F.col("_failed").alias("failed_expectations"),
+        F.lit(run_id).alias("run_id"),
         "event_timestamp",
         "ingest_time",
         F.col("_bronze_date").alias(PARTITION_COL),
@@ -197,14 +204,19 @@ def deduplicate(df: DataFrame, key: Sequence[str], latest: bool = False) -> Data
 UNKNOWN = "__unknown_fields__"
 
 
+#: ``row_profile`` key: rows failing each drop expectation (a row may fail several)
+FAILED = "__failed_expectations__"
+
+
 def row_profile(typed: DataFrame, spec: SilverSpec, rule: SchemaRule | None = None) -> dict[str, Any]:
-    """One pass: row count per reason ("" = valid) and payload fields outside contract and rule
-    (under ``UNKNOWN``; a hint that a schema rule may be needed)."""
+    """One pass: row count per reason ("" = valid), rows per failed expectation (under ``FAILED``) and
+    payload fields outside contract and rule (under ``UNKNOWN``; a hint that a schema rule may be
+    needed)."""
     from pyspark.sql import functions as F
 
     known = F.array(*[F.lit(k) for k in [*spec.contract, *(rule or SchemaRule()).add_columns]])
     rows = (
-        typed.groupBy("_reason")
+        typed.groupBy("_reason", "_failed")
         .agg(
             F.count("*").alias("n"),
             F.array_distinct(F.flatten(F.collect_set(F.array_except(F.map_keys("payload"), known)))).alias(
@@ -213,8 +225,14 @@ def row_profile(typed: DataFrame, spec: SilverSpec, rule: SchemaRule | None = No
         )
         .collect()
     )
-    out: dict[str, Any] = {r["_reason"]: int(r["n"]) for r in rows}
+    out: dict[str, Any] = {}
+    failed: dict[str, int] = {}
+    for r in rows:
+        out[r["_reason"]] = out.get(r["_reason"], 0) + int(r["n"])
+        for name in r["_failed"] or []:
+            failed[name] = failed.get(name, 0) + int(r["n"])
     out[UNKNOWN] = sorted({u for r in rows for u in (r["u"] or [])})
+    out[FAILED] = failed
     return out
 
 

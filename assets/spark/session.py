@@ -12,11 +12,12 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from assets.spark.errors import JavaNotFoundError, JavaVersionError
+from assets.spark.delta_jars import DELTA_SESSION_CONF, NATIVE_DELTA_CONF
+from assets.spark.errors import JavaNotFoundError, JavaVersionError, SparkSetupError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -94,12 +95,20 @@ def build_spark_session(
     ui_enabled: bool = False,
     extra_conf: Mapping[str, str] | None = None,
     delta_jars_available: bool = False,
+    delta_jars: Sequence[str | os.PathLike[str]] = (),
 ) -> SparkSession:
     """Create (or return the active) SparkSession configured for the lakehouse.
 
     `extra_conf` wins over every default, so a cluster deployment can override memory, shuffle
-    partitions or anything else purely by configuration. `delta_jars_available` only adds Delta's SQL
-    extension/catalog when the jars are already on the classpath (nothing is ever downloaded).
+    partitions or anything else purely by configuration (a `spark.jars` there is kept, with
+    `delta_jars` added to it).
+
+    `delta_jars` (the jars `make install` resolved, `assets.spark.delta_jars`) go on the classpath
+    (`spark.jars`, shipped to executors too) together with Delta's SQL extension and catalog.
+    `delta_jars_available` switches the Delta layer (`assets.delta`) to Spark's native Delta for the
+    reads and writes where that is the faster path (`spark.streamhouse.delta.native`, a runtime
+    setting: see `assets.delta.native`); without jars given here it means they are already on the
+    classpath by other means. Nothing is ever downloaded at session start.
     """
     check_java()
     # Executors must run the same interpreter as the driver or pickled UDFs break.
@@ -133,14 +142,17 @@ def build_spark_session(
                 ),
             }
         )
-    if delta_jars_available:
-        conf.update(
-            {
-                "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
-                "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
-            }
-        )
-    conf.update(extra_conf or {})
+    if delta_jars_available or delta_jars:
+        conf.update(DELTA_SESSION_CONF)
+        if is_local:
+            # Delta rebuilds a table's file list (every overwrite/replaceWhere) with a Spark job of 50
+            # tasks by default; on a few local cores that dominated a 100k-row overwrite (~4x slower).
+            conf["spark.databricks.delta.snapshotPartitions"] = str(LOCAL_SHUFFLE_PARTITIONS)
+    extra = dict(extra_conf or {})
+    if delta_jars:
+        jars = [str(Path(j).resolve()) for j in delta_jars]
+        conf["spark.jars"] = ",".join([*filter(None, [extra.pop("spark.jars", "")]), *jars])
+    conf.update(extra)
 
     builder = SparkSession.builder.master(master).appName(app_name)
     for key, value in conf.items():
@@ -149,4 +161,13 @@ def build_spark_session(
     # getOrCreate() returns an existing session untouched for static confs; apply runtime ones anyway.
     for key in ("spark.sql.session.timeZone", "spark.sql.parquet.outputTimestampType"):
         spark.conf.set(key, conf[key])
+    if delta_jars_available and DELTA_SESSION_CONF["spark.sql.extensions"] not in (
+        spark.conf.get("spark.sql.extensions", "") or ""
+    ):
+        raise SparkSetupError(
+            "delta_jars_available is set but the running SparkSession was started without Delta's SQL "
+            "extension (getOrCreate() returned a session created elsewhere); stop it first or set "
+            "delta_jars_available: false."
+        )
+    spark.conf.set(NATIVE_DELTA_CONF, "true" if delta_jars_available else "false")
     return spark

@@ -163,7 +163,16 @@ def plan_topics(
         partitions = distinct.pop()
         for t in st.source_topics:
             if t in internal_names:
-                internal.append(TopicSpec(resolve(t, application_id), partitions, replication_factor))
+                # Kafka Streams' repartition topic settings: records are purged by the app once consumed,
+                # never by time (event times of replayed or late data may be far in the past)
+                internal.append(
+                    TopicSpec(
+                        resolve(t, application_id),
+                        partitions,
+                        replication_factor,
+                        config={"cleanup.policy": "delete", "retention.ms": "-1"},
+                    )
+                )
         changelogs = topology.changelog_topics(application_id)
         stores: dict[str, str | None] = {}
         for store in st.stores:

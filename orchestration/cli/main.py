@@ -17,6 +17,7 @@ from orchestration.cli.broker import broker
 from orchestration.cli.demo import demo
 from orchestration.cli.edge import edge
 from orchestration.cli.lake import describe, sql, tables
+from orchestration.cli.quality import check
 from orchestration.cli.topics import topics
 
 
@@ -37,6 +38,7 @@ cli.add_command(edge)
 cli.add_command(tables)
 cli.add_command(describe)
 cli.add_command(sql)
+cli.add_command(check)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -10,8 +10,14 @@ import time
 
 import click
 
+from edge.errors import StreamhouseError
 from edge.kafka import TopicSpec, create_topics
 from orchestration.settings import load_settings
+
+
+class UnknownTopicError(StreamhouseError):
+    """A command named a topic the broker does not have (a user mistake: `error: ...`, exit 2)."""
+
 
 _SERVERS = click.option(
     "--bootstrap-servers", default=None, help="Kafka servers (default: settings / the embedded broker)."
@@ -115,7 +121,7 @@ def tail(
     client = _client(bootstrap_servers)
     partitions = topic_partitions(AdminClient(client.admin()), topic)
     if partitions is None:
-        raise click.ClickException(f"topic {topic!r} does not exist (see `streamhouse topics list`)")
+        raise UnknownTopicError(f"topic {topic!r} does not exist (see `streamhouse topics list`)")
     serde = getattr(Serdes, value_format)()
     consumer = Consumer(
         client.consumer(f"streamhouse-tail-{time.time_ns()}", **{"enable.auto.commit": False})

@@ -52,7 +52,8 @@ def test_create_produce_tail_round_trip(kafka_broker: KafkaClientConfig, unique_
 def test_tail_of_a_missing_topic_does_not_create_it(kafka_broker, unique_name, tmp_path: Path) -> None:
     missing = unique_name("missing")
     result = _cli(kafka_broker, tmp_path, "tail", missing)
-    assert result.returncode != 0 and "does not exist" in result.stderr
+    assert result.returncode == 2 and result.stderr.startswith("error: "), result.stderr
+    assert "does not exist" in result.stderr
     assert "Traceback" not in result.stderr
     assert missing not in _cli(kafka_broker, tmp_path, "list").stdout
 
@@ -60,3 +61,27 @@ def test_tail_of_a_missing_topic_does_not_create_it(kafka_broker, unique_name, t
 def test_bad_topic_config_is_a_usage_error(kafka_broker, tmp_path: Path) -> None:
     result = _cli(kafka_broker, tmp_path, "create", "x", "-c", "no-equals-sign")
     assert result.returncode == 2 and "expected KEY=VALUE" in result.stderr
+
+
+def test_debug_and_test_variables_and_another_directory(kafka_broker, unique_name, tmp_path: Path) -> None:
+    """`STREAMHOUSE_DEBUG=1` (README) and the test suite's variable are not "unknown settings", and the
+    CLI works from any working directory."""
+    topic = unique_name("anywhere")
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        "STREAMHOUSE_DEBUG": "1",
+        "STREAMHOUSE_TEST_BOOTSTRAP_SERVERS": kafka_broker.bootstrap_servers,
+        "STREAMHOUSE_BOOTSTRAP_SERVERS": kafka_broker.bootstrap_servers,
+        "STREAMHOUSE_BROKER_PROFILE": kafka_broker.profile.value,
+        "PYTHONPATH": str(ROOT),
+    }
+    created = subprocess.run(
+        [sys.executable, "-m", "orchestration.cli.main", "topics", "create", topic],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=60,
+    )
+    assert created.returncode == 0 and f"{topic}: created" in created.stdout, created.stderr

@@ -39,3 +39,8 @@ def test_demo_end_to_end(kafka_broker: KafkaClientConfig, spark, tmp_path: Path)
         edge_total, gold_total = float(value.replace(",", "")), float(gold[product].replace(",", ""))
         assert gold_total == pytest.approx(edge_total, rel=0.02), product
     assert (tmp_path / "lake" / "gold" / "revenue_tumbling_5m" / "_delta_log").is_dir()
+    # the edge's session windows and gold/click_sessions agree session for session in a fresh lake
+    assert steps["Sessions, edge = gold"].startswith("all ")
+    n_sessions = int(steps["Sessions, edge = gold"].split()[1].replace(",", ""))
+    assert n_sessions > 100
+    assert "final results emitted" in steps["Edge sessions"]

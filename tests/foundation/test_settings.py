@@ -110,3 +110,53 @@ def test_prerequisite_check_passes_here() -> None:
         timeout=30,
     )
     assert result.returncode == 0, result.stderr
+
+
+def test_non_setting_variables_are_not_unknown_settings(tmp_path: Path) -> None:
+    env = {"STREAMHOUSE_DEBUG": "1", "STREAMHOUSE_TEST_BOOTSTRAP_SERVERS": "127.0.0.1:9092"}
+    env["STREAMHOUSE_HOME"] = str(tmp_path)
+    assert load_settings(env, base=tmp_path).lake_root == tmp_path / ".state" / "lake"
+
+
+def test_relative_paths_resolve_against_the_project_home_not_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from orchestration.settings import project_home
+
+    monkeypatch.chdir(tmp_path)
+    assert project_home({}) == ROOT  # the checkout, from any directory
+    assert load_settings({}).state_dir == ROOT / ".state"
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "streamhouse.yaml").write_text("lake_root: lake\n")
+    settings = load_settings({"STREAMHOUSE_HOME": str(home)})
+    assert settings.lake_root == home / "lake" and settings.state_dir == home / ".state"
+
+
+def test_executor_and_partitions_start_settings(tmp_path: Path) -> None:
+    from datetime import date
+
+    from dagster import in_process_executor, multiprocess_executor
+
+    from orchestration.definitions import build_definitions
+
+    defaults = load_settings({}, base=tmp_path)
+    assert defaults.dagster_executor == "in_process" and defaults.partitions_start == date(2026, 1, 1)
+    defs = build_definitions(defaults)
+    for job in ("ingest_job", "daily_job", "maintenance_job"):
+        assert defs.resolve_job_def(job).executor_def is in_process_executor
+    cluster = load_settings({"STREAMHOUSE_DAGSTER_EXECUTOR": "multiprocess"}, base=tmp_path)
+    assert build_definitions(cluster).resolve_job_def("daily_job").executor_def is multiprocess_executor
+    with pytest.raises(SettingsError, match="dagster_executor"):
+        load_settings({"STREAMHOUSE_DAGSTER_EXECUTOR": "threads"}, base=tmp_path)
+    env = {"STREAMHOUSE_PARTITIONS_START": "2025-06-01"}
+    assert load_settings(env, base=tmp_path).partitions_start == date(2025, 6, 1)
+    out = subprocess.run(
+        [sys.executable, "-c", "from orchestration.partitions import DAILY; print(DAILY.start.date())"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), **env},
+        check=True,
+    )
+    assert out.stdout.strip() == "2025-06-01"

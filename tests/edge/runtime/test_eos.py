@@ -124,8 +124,8 @@ def test_eos_crash_mid_transaction_no_duplicates(kafka_broker, make_topic, uniqu
     if not broker_hides_aborted_records(kafka_broker):
         pytest.skip(
             "this broker shows aborted transactional records to read_committed consumers (the embedded "
-            "Tansu broker does); a crash mid-transaction cannot be verified here -- run against a real Kafka "
-            "with STREAMHOUSE_TEST_BOOTSTRAP_SERVERS"
+            "Tansu broker does); a crash mid-transaction cannot be verified here -- run with "
+            "STREAMHOUSE_BROKER_KIND=kafka (make test-kafka) or STREAMHOUSE_TEST_BOOTSTRAP_SERVERS"
         )
     src, out = make_topic("in", 4), make_topic("out", 4)
     app = unique_name("app")

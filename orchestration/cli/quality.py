@@ -1,0 +1,139 @@
+"""``streamhouse check [TABLE...]``: run the expectation suites outside Dagster and print the results.
+
+Exit status: 0 when no ``fail`` expectation failed (warnings and quarantined rows are printed, not
+fatal), 1 when one did, 2 for a user mistake (unknown table, bad date), as every command.
+"""
+
+from __future__ import annotations
+
+import sys
+from datetime import date
+from typing import Any
+
+import click
+
+from edge.errors import StreamhouseError
+
+
+class CheckUsageError(StreamhouseError):
+    pass
+
+
+def _spark_factory(settings: Any) -> Any:
+    """A Spark session only if a Spark suite runs: the running one, else one built from the settings."""
+    session: list[Any] = []
+
+    def get() -> Any:
+        if not session:
+            from pyspark.sql import SparkSession
+
+            active = SparkSession.getActiveSession()
+            if active is None:
+                from assets.spark.session import build_spark_session
+                from orchestration.resources import spark_config_from_settings
+
+                conf = dict(spark_config_from_settings(settings))
+                master = conf.pop("spark.master", "local[*]")
+                conf.pop("spark.app.name", None)
+                active = build_spark_session(
+                    master,
+                    app_name="streamhouse-check",
+                    ui_enabled=False,
+                    extra_conf=conf,
+                    delta_jars_available=settings.native_delta(),
+                    delta_jars=settings.spark_delta_jars(),
+                )
+                active.sparkContext.setLogLevel("ERROR")
+            session.append(active)
+        return session[0]
+
+    return get
+
+
+def _day(value: str) -> date:
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        raise CheckUsageError(f"--day {value!r} is not a date (YYYY-MM-DD)") from None
+
+
+@click.command()
+@click.argument("tables", nargs=-1)
+@click.option("--day", "days", multiple=True, help="Check only this day of partitioned tables (repeatable).")
+@click.option("--as-of", "as_of", default=None, help="Reference time of freshness expectations (ISO-8601).")
+@click.option("--no-docs", is_flag=True, help="Do not render Data Docs.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+def check(tables: tuple[str, ...], days: tuple[str, ...], as_of: str | None, no_docs: bool, fmt: str) -> None:
+    """Run the Great Expectations suites of TABLE... (default: every table that exists) and print one
+    row per expectation. Exit 1 when an ERROR (action `fail`) expectation failed.
+
+    Tables are named like `streamhouse tables` names them (`silver.orders`, `gold.revenue_tumbling_5m`).
+    Data Docs are written under STATE_DIR/quality; the last line names the index page.
+    """
+    import uuid
+
+    from assets.delta import table_exists
+    from orchestration.settings import load_settings
+    from quality.runner import parse_as_of, run_suite
+    from quality.suites import SUITES, get_suite
+
+    settings = load_settings()
+    root = str(settings.lake_root)
+    suites = [get_suite(t) for t in tables] if tables else list(SUITES.values())
+    if not tables:
+        suites = [s for s in suites if table_exists(f"{root}/{s.layer}/{s.name}")]
+        if not suites:
+            raise CheckUsageError(f"no tables with an expectation suite under {root}")
+    try:
+        reference = parse_as_of(as_of)
+    except ValueError:
+        raise CheckUsageError(f"--as-of {as_of!r} is not an ISO-8601 time") from None
+    day_list = [_day(d) for d in days] or None
+    docs_dir = None if no_docs else settings.state_dir / "quality"
+    spark = _spark_factory(settings)
+    run_name = f"cli-{uuid.uuid4().hex[:8]}"
+    runs = [
+        run_suite(s, root, days=day_list, spark=spark, as_of=reference, docs_dir=docs_dir, run_name=run_name)
+        for s in suites
+    ]
+    errors = sum(len(r.errors) for r in runs)
+    if fmt == "json":
+        from orchestration.cli.lake import _echo_json
+
+        _echo_json(
+            [
+                {
+                    "table": r.suite.table,
+                    "expectation": o.expectation.name,
+                    "action": o.expectation.action,
+                    "severity": o.expectation.severity,
+                    "success": o.success,
+                    "observed": str(o.observed),
+                    "failing_rows": o.failing_rows,
+                    "element_count": o.element_count,
+                    "sample": o.sample,
+                    "data_docs": str(r.docs) if r.docs else None,
+                }
+                for r in runs
+                for o in r.outcomes
+            ]
+        )
+    else:
+        from orchestration.cli.lake import _print, _table
+
+        rows = []
+        for r in runs:
+            for o in r.outcomes:
+                e = o.expectation
+                status = "pass" if o.success else ("FAIL" if e.action == "fail" else "warn")
+                rows.append((r.suite.table, e.name, e.action, status, o.failing_rows, str(o.observed)[:80]))
+        columns = ["table", "expectation", "action", "result", "failing rows", "observed"]
+        _print(_table("Expectation suites", columns, rows, right={"failing rows"}))
+        warned = sum(len(r.warnings) for r in runs)
+        click.echo(f"{len(runs)} table(s): {errors} error(s), {warned} warning(s)")
+        docs = next((r.docs for r in runs if r.docs), None)
+        if docs is not None:
+            index = docs_dir / "gx" / "uncommitted" / "data_docs" / "local_site" / "index.html"  # type: ignore[operator]
+            click.echo(f"Data Docs: {index}")
+    if errors:
+        sys.exit(1)

@@ -1,0 +1,148 @@
+"""The suites as Dagster asset checks: one ``multi_asset_check`` per table, one check per expectation.
+
+A check op measures its table's suite once (for the days the run built: the run's partition tags; the
+whole table otherwise), writes the Data Docs page and yields one ``AssetCheckResult`` per expectation:
+
+* ``fail`` → severity ERROR and ``blocking=True``: downstream assets of the table do not materialize in
+  that run (the run fails); the next clean run recovers;
+* ``warn`` and ``drop`` → severity WARN, reported only (``drop`` rows are already in quarantine).
+
+Metadata of every result: the expectation, its action, the observed value, the failing-row count, a
+sample of failing rows and a link to the rendered Data Docs page. Resources are looked up by key
+(``lake``, ``pyspark``, ``quality``) so this package does not import ``orchestration/``.
+"""
+
+from datetime import date, timedelta
+from pathlib import Path
+from typing import Any
+
+from dagster import (
+    AssetCheckExecutionContext,
+    AssetCheckResult,
+    AssetChecksDefinition,
+    AssetCheckSeverity,
+    AssetCheckSpec,
+    AssetKey,
+    ConfigurableResource,
+    MetadataValue,
+    multi_asset_check,
+)
+from pydantic import Field
+
+from quality.runner import SuiteRun, parse_as_of, run_suite
+from quality.suites import FAIL, SPARK, SUITES, Expectation, Suite
+
+PARTITION_TAG = "dagster/partition"
+RANGE_START_TAG = "dagster/asset_partition_range_start"
+RANGE_END_TAG = "dagster/asset_partition_range_end"
+
+
+class QualityResource(ConfigurableResource):
+    """Where Data Docs go and how freshness is judged."""
+
+    docs_dir: str = Field(default=".state/quality", description="GX project + Data Docs (under state_dir)")
+    as_of: str = Field(
+        default="", description="reference time of freshness expectations (ISO-8601); empty: now"
+    )
+    data_docs: bool = Field(default=True, description="render a Data Docs page for every validation")
+    sample_rows: int = Field(default=5, description="failing rows kept in each check's metadata")
+
+
+def run_days(tags: dict[str, str]) -> list[date] | None:
+    """The days a daily run built, from its partition tags (None: not a partitioned run)."""
+    if PARTITION_TAG in tags:
+        return [date.fromisoformat(tags[PARTITION_TAG])]
+    start, end = tags.get(RANGE_START_TAG), tags.get(RANGE_END_TAG)
+    if start and end:
+        first, last = date.fromisoformat(start), date.fromisoformat(end)
+        return [first + timedelta(days=i) for i in range((last - first).days + 1)]
+    return None
+
+
+def _expectation_text(e: Expectation) -> str:
+    args = ", ".join(f"{k}={v!r}" for k, v in e.gx_kwargs.items() if k != "unexpected_rows_query")
+    return f"{e.gx_type}({args})" + (f" — {e.description}" if e.description else "")
+
+
+def results(run: SuiteRun, key: AssetKey) -> list[AssetCheckResult]:
+    """One check result per expectation of ``run`` (also used to test the mapping)."""
+    out = []
+    docs: dict[str, Any] = {}
+    if run.docs is not None:
+        docs = {
+            "data_docs": MetadataValue.url(run.docs.resolve().as_uri()),
+            "data_docs_path": MetadataValue.path(str(run.docs)),
+        }
+    for o in run.outcomes:
+        e = o.expectation
+        out.append(
+            AssetCheckResult(
+                check_name=e.name,
+                asset_key=key,
+                passed=o.success,
+                severity=AssetCheckSeverity.ERROR if e.action == FAIL else AssetCheckSeverity.WARN,
+                metadata={
+                    "expectation": MetadataValue.text(_expectation_text(e)),
+                    "action": MetadataValue.text(e.action),
+                    "observed_value": MetadataValue.text(str(o.observed)),
+                    "failing_rows": MetadataValue.int(o.failing_rows),
+                    "element_count": MetadataValue.int(o.element_count),
+                    "failing_sample": MetadataValue.json(o.sample),
+                    "days": MetadataValue.json([d.isoformat() for d in run.batch.days or []]),
+                    "delta_version": MetadataValue.int(
+                        run.batch.version if run.batch.version is not None else -1
+                    ),
+                    **docs,
+                },
+            )
+        )
+    return out
+
+
+def build_checks(suite: Suite) -> AssetChecksDefinition:
+    key = AssetKey(suite.asset_key_path)
+    specs = [
+        AssetCheckSpec(
+            e.name,
+            asset=key,
+            blocking=e.action == FAIL,
+            description=f"[{e.action}] {_expectation_text(e)}",
+            metadata={"action": e.action, "gx_expectation": e.gx_type},
+        )
+        for e in suite.expectations
+    ]
+    resources = {"lake", "quality"} | ({"pyspark"} if suite.engine == SPARK else set())
+
+    @multi_asset_check(
+        name=f"quality_{suite.layer}_{suite.name}",
+        specs=specs,
+        required_resource_keys=resources,
+        description=f"Great Expectations suite of {suite.table}: {suite.description}",
+    )
+    def _check(context: AssetCheckExecutionContext):
+        quality: QualityResource = context.resources.quality
+        lake = context.resources.lake
+        spark = (lambda: context.resources.pyspark.spark_session) if suite.engine == SPARK else None
+        run = run_suite(
+            suite,
+            lake.lake_root,
+            days=run_days(dict(context.run.tags)),
+            spark=spark,
+            as_of=parse_as_of(quality.as_of),
+            docs_dir=Path(quality.docs_dir) if quality.data_docs else None,
+            run_name=context.run.run_id,
+            sample_rows=quality.sample_rows,
+        )
+        failed = [o.expectation.name for o in run.outcomes if not o.success]
+        context.log.info(
+            f"{suite.table}: {len(run.outcomes) - len(failed)}/{len(run.outcomes)} expectations passed "
+            f"on {run.batch.rows:,} rows ({run.batch.label}) in {run.seconds:.2f}s"
+            + (f"; failed: {', '.join(failed)}" if failed else "")
+            + (f"; Data Docs: {run.docs}" if run.docs else "")
+        )
+        yield from results(run, key)
+
+    return _check
+
+
+QUALITY_CHECKS: list[AssetChecksDefinition] = [build_checks(s) for s in SUITES.values()]

@@ -1,0 +1,310 @@
+"""Measure a suite where the data is: Spark SQL for large tables, DuckDB over Arrow for small ones.
+
+One batch (a table, restricted to the days a run built, or whole) is measured with few queries: one
+aggregate query for every row predicate and freshness column, one per uniqueness key, one for the
+quarantine counts, one per ``rows`` query; a sample of failing rows is fetched only for expectations
+that fail. The result per expectation is an ``Outcome``; ``quality.gx`` turns them into Great
+Expectations results.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from typing import Any
+
+from quality.suites import ARROW, DROPPED, FRESHNESS, ROW, ROWS, TYPE, UNIQUE, Expectation, Suite
+
+SAMPLE_ROWS = 5
+
+
+@dataclass
+class Outcome:
+    expectation: Expectation
+    success: bool
+    element_count: int
+    failing_rows: int
+    observed: Any
+    sample: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def unexpected_percent(self) -> float:
+        return 100.0 * self.failing_rows / self.element_count if self.element_count else 0.0
+
+
+@dataclass
+class Batch:
+    """What was measured: the table, its version and the days (None: the whole table)."""
+
+    table: str
+    uri: str
+    version: int | None
+    days: list[date] | None
+    rows: int = 0
+
+    @property
+    def label(self) -> str:
+        if not self.days:
+            return "all"
+        days = sorted(self.days)
+        return days[0].isoformat() if len(days) == 1 else f"{days[0].isoformat()}_{days[-1].isoformat()}"
+
+
+class _Backend:
+    """Runs SQL over named views; ``{name}`` placeholders in queries are replaced by the view names."""
+
+    def __init__(self) -> None:
+        self.views: dict[str, str] = {}
+
+    def register(self, alias: str, uri: str, partition: str | None, days: list[date] | None) -> bool:
+        raise NotImplementedError
+
+    def rows(self, sql: str) -> list[dict[str, Any]]:
+        raise NotImplementedError
+
+    def schema(self, alias: str) -> dict[str, str]:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+    def q(self, sql: str) -> str:
+        return sql.format(**self.views)
+
+
+class SparkBackend(_Backend):
+    def __init__(self, spark: Any) -> None:
+        super().__init__()
+        self.spark = spark
+        self._tag = uuid.uuid4().hex[:8]
+        self._frames: dict[str, Any] = {}
+
+    def register(self, alias: str, uri: str, partition: str | None, days: list[date] | None) -> bool:
+        from assets.delta import table_exists
+        from assets.lineage import pinned_version, read_partitions
+
+        if not table_exists(uri):
+            return False
+        df = read_partitions(
+            self.spark, uri, version=pinned_version(uri), column=partition if days else None, values=days
+        )
+        view = f"_quality_{alias}_{self._tag}"
+        df.createOrReplaceTempView(view)
+        self.views[alias] = f"`{view}`"
+        self._frames[alias] = df
+        return True
+
+    def rows(self, sql: str) -> list[dict[str, Any]]:
+        return [r.asDict(recursive=True) for r in self.spark.sql(self.q(sql)).collect()]
+
+    def schema(self, alias: str) -> dict[str, str]:
+        return {f.name: f.dataType.simpleString() for f in self._frames[alias].schema.fields}
+
+    def close(self) -> None:
+        for view in self.views.values():
+            self.spark.catalog.dropTempView(view.strip("`"))
+
+
+class ArrowBackend(_Backend):
+    """DuckDB over deltalake's Arrow dataset of the table (partition filters prune files)."""
+
+    def __init__(self) -> None:
+        import duckdb
+
+        super().__init__()
+        self.con = duckdb.connect()
+        self._schemas: dict[str, dict[str, str]] = {}
+
+    def register(self, alias: str, uri: str, partition: str | None, days: list[date] | None) -> bool:
+        from assets.delta import table_exists
+        from assets.delta.location import resolve
+        from assets.delta.snapshot import open_table
+
+        if not table_exists(uri):
+            return False
+        table = open_table(resolve(uri))
+        filters = [(partition, "in", [d.isoformat() for d in days])] if days and partition else None
+        dataset = table.to_pyarrow_dataset(partitions=filters)
+        view = f"q_{alias}"
+        self.con.register(view, dataset)
+        self.views[alias] = view
+        self._schemas[alias] = {f.name: str(f.type) for f in dataset.schema}
+        return True
+
+    def rows(self, sql: str) -> list[dict[str, Any]]:
+        cur = self.con.execute(self.q(sql))
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
+    def schema(self, alias: str) -> dict[str, str]:
+        return self._schemas[alias]
+
+    def close(self) -> None:
+        self.con.close()
+
+
+def _jsonable(row: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in row.items():
+        if isinstance(v, bytes | bytearray):
+            v = bytes(v)[:200].decode("utf-8", "replace")
+        elif isinstance(v, datetime | date):
+            v = v.isoformat()
+        elif isinstance(v, dict):
+            v = _jsonable(v)
+        elif v is not None and not isinstance(v, str | int | float | bool | list):
+            v = str(v)
+        out[k] = v
+    return out
+
+
+def _as_utc(value: Any) -> datetime | None:
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    return None
+
+
+def measure(
+    suite: Suite,
+    lake_root: str,
+    *,
+    days: Sequence[date] | None = None,
+    spark: Callable[[], Any] | None = None,
+    as_of: datetime | None = None,
+    sample_rows: int = SAMPLE_ROWS,
+) -> tuple[Batch, list[Outcome]]:
+    """Measure every expectation of ``suite`` on ``<lake_root>/<layer>/<name>`` (the ``days`` of its
+    partition column when given). ``spark`` returns the Spark session (called only for Spark suites)."""
+    from assets.lineage import pinned_version
+
+    root = lake_root.rstrip("/")
+    uri = f"{root}/{suite.layer}/{suite.name}"
+    day_list = sorted(set(days)) if days and suite.partition else None
+    batch = Batch(suite.table, uri, pinned_version(uri), day_list)
+    if suite.engine == ARROW:
+        backend: _Backend = ArrowBackend()
+    else:
+        if spark is None:
+            raise ValueError(f"suite {suite.table} needs Spark")
+        backend = SparkBackend(spark())
+    try:
+        if not backend.register("t", uri, suite.partition, day_list):
+            # Nothing written yet (a topic without records): nothing can violate an expectation.
+            return batch, [Outcome(e, True, 0, 0, "no table yet") for e in suite.expectations]
+        present = {}
+        for alias, inp in suite.inputs.items():
+            layer, name = inp.table.split(".", 1)
+            present[alias] = backend.register(alias, f"{root}/{layer}/{name}", inp.partition, day_list)
+        outcomes = _measure(suite, backend, present, as_of or datetime.now(UTC), sample_rows)
+        batch.rows = outcomes.pop()  # type: ignore[assignment]
+        return batch, outcomes  # type: ignore[return-value]
+    finally:
+        backend.close()
+
+
+def _measure(suite: Suite, b: _Backend, present: dict[str, bool], now: datetime, n: int) -> list[Any]:
+    exps = suite.expectations
+    row_exps = [e for e in exps if e.kind == ROW]
+    fresh = [e for e in exps if e.kind == FRESHNESS]
+    aggs = ["count(*) AS n"]
+    aggs += [f"count_if(coalesce(({e.sql}), false)) AS r{i}" for i, e in enumerate(row_exps)]
+    aggs += [f"max({e.columns[0]}) AS f{i}" for i, e in enumerate(fresh)]
+    agg = b.rows(f"SELECT {', '.join(aggs)} FROM {{t}}")[0]
+    total = int(agg["n"])
+    results: dict[str, Outcome] = {}
+    failing = [(i, e) for i, e in enumerate(row_exps) if agg[f"r{i}"]]
+    samples: dict[int, list[dict[str, Any]]] = {i: [] for i, _ in failing}
+    if failing:
+        # One query for the samples of every failing rule: rows failing any, flagged per rule.
+        flags = ", ".join(f"coalesce(({e.sql}), false) AS _v{i}" for i, e in failing)
+        where = " OR ".join(f"coalesce(({e.sql}), false)" for _, e in failing)
+        for row in b.rows(f"SELECT *, {flags} FROM {{t}} WHERE {where} LIMIT {n * len(failing) * 4}"):
+            hits = [i for i, _ in failing if row[f"_v{i}"]]
+            clean = {k: v for k, v in row.items() if not k.startswith("_v")}
+            for i in hits:
+                if len(samples[i]) < n:
+                    samples[i].append(clean)
+    for i, e in enumerate(row_exps):
+        bad = int(agg[f"r{i}"] or 0)
+        results[e.name] = Outcome(e, bad == 0, total, bad, f"{bad} of {total} rows fail", samples.get(i, []))
+    for i, e in enumerate(fresh):
+        newest = _as_utc(agg[f"f{i}"])
+        age = None if newest is None else now - newest
+        ok = age is not None and e.max_age is not None and age <= e.max_age
+        observed = (
+            "no rows" if newest is None else f"newest {newest.isoformat()}, {age} before {now.isoformat()}"
+        )
+        results[e.name] = Outcome(e, ok, total, 0, observed)
+    for e in exps:
+        if e.kind == UNIQUE:
+            key = ", ".join(e.columns)
+            dup = b.rows(
+                f"SELECT {key}, c AS duplicate_rows, sum(c) OVER () AS _total FROM "
+                f"(SELECT {key}, count(*) AS c FROM {{t}} GROUP BY {key} HAVING count(*) > 1) d "
+                f"ORDER BY c DESC LIMIT {n}"
+            )
+            bad = int(dup[0]["_total"]) if dup else 0
+            sample = [{k: v for k, v in r.items() if k != "_total"} for r in dup]
+            results[e.name] = Outcome(e, bad == 0, total, bad, f"{bad} rows share a key", sample)
+        elif e.kind == TYPE:
+            column, wanted = e.columns
+            actual = b.schema("t").get(column)
+            ok = actual is not None and _same_type(actual, wanted)
+            results[e.name] = Outcome(e, ok, total, 0 if ok else total, actual or "missing column")
+        elif e.kind == ROWS:
+            missing = [a for a, ok in present.items() if not ok and "{" + a + "}" in e.sql]
+            if missing:
+                results[e.name] = Outcome(e, False, total, 0, f"input table(s) missing: {missing}")
+                continue
+            found = b.rows(f"SELECT *, count(*) OVER () AS _total FROM ({e.sql}) u LIMIT {n}")
+            bad = int(found[0]["_total"]) if found else 0
+            sample = [{k: v for k, v in r.items() if k != "_total"} for r in found]
+            results[e.name] = Outcome(e, bad == 0, total, bad, f"{bad} unexpected rows", sample)
+    dropped = [e for e in exps if e.kind == DROPPED]
+    if dropped:
+        counts: dict[str, int] = {}
+        dropped_samples: dict[str, list[dict[str, Any]]] = {}
+        if present.get("quarantine"):
+            # One query: rows per failed expectation and the first ``n`` of each (Kafka order).
+            q = (
+                "SELECT * FROM (SELECT e, topic, partition, offset, reason, failed_expectations, run_id, "
+                "CAST(value AS STRING) AS value, count(*) OVER (PARTITION BY e) AS _c, "
+                "row_number() OVER (PARTITION BY e ORDER BY partition, offset) AS _rn "
+                "FROM {quarantine} LATERAL VIEW explode(failed_expectations) x AS e) s "
+                f"WHERE _rn <= {n}"
+            )
+            for r in b.rows(q):
+                counts[r["e"]] = int(r["_c"])
+                sample_row = {k: v for k, v in r.items() if k not in ("e", "_c", "_rn")}
+                dropped_samples.setdefault(r["e"], []).append(sample_row)
+        quarantined_total = sum(counts.values())
+        for e in dropped:
+            bad = counts.get(e.name, 0)
+            sample = dropped_samples.get(e.name, [])
+            results[e.name] = Outcome(
+                e,
+                bad == 0,
+                total + quarantined_total,
+                bad,
+                f"{bad} rows dropped to quarantine",
+                sample,
+            )
+    ordered: list[Any] = [results[e.name] for e in exps]
+    for o in ordered:
+        o.sample = [_jsonable(r) for r in o.sample]
+    ordered.append(total)
+    return ordered
+
+
+def _same_type(actual: str, wanted: str) -> bool:
+    aliases = {"int": {"int", "integer", "int32"}, "bigint": {"bigint", "long", "int64"}}
+    actual = actual.lower()
+    if wanted in aliases:
+        return actual in aliases[wanted]
+    if wanted == "timestamp":
+        return actual.startswith("timestamp")
+    return actual == wanted or (wanted == "string" and actual in {"large_string", "utf8"})

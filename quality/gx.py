@@ -1,0 +1,137 @@
+"""Great Expectations: suites, validation results and Data Docs, imported lazily (GX costs seconds).
+
+A ``quality.suites.Suite`` becomes a GX ``ExpectationSuite`` (one ``ExpectationConfiguration`` per
+expectation, the action in its ``meta``); the outcomes measured by ``quality.engine`` become
+``ExpectationValidationResult`` objects in one ``ExpectationSuiteValidationResult`` per validation,
+stored in a file-backed GX project under ``<docs_dir>/gx`` and rendered by GX's Data Docs site builder:
+``<docs_dir>/gx/uncommitted/data_docs/local_site/validations/<layer>/<table>/<run>/<time>/<batch>.html``.
+
+GX's own Spark datasource is not used: its execution engine runs one Spark job per metric, and the
+``great-expectations[spark]`` extra pins a PySpark older than ours; the engine here measures a suite with
+a handful of aggregate queries instead.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from quality.engine import Batch, Outcome
+from quality.suites import Suite
+
+if TYPE_CHECKING:
+    from great_expectations.core import ExpectationSuiteValidationResult
+
+_LOCK = threading.Lock()
+_CONTEXTS: dict[str, Any] = {}
+
+
+def _import_gx() -> Any:
+    # No usage statistics leave the machine; no progress bars in the run log.
+    os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
+    import great_expectations as gx
+
+    return gx
+
+
+def gx_suite(suite: Suite) -> Any:
+    gx = _import_gx()
+    from great_expectations.expectations.expectation_configuration import ExpectationConfiguration
+
+    out = gx.ExpectationSuite(name=suite.table, meta={"streamhouse_description": suite.description})
+    for e in suite.expectations:
+        out.add_expectation_configuration(_configuration(e, ExpectationConfiguration))
+    return out
+
+
+def _configuration(e: Any, cls: Any) -> Any:
+    return cls(
+        type=e.gx_type,
+        kwargs=dict(e.gx_kwargs),
+        meta={"name": e.name, "action": e.action, "severity": e.severity, "kind": e.kind},
+        description=f"[{e.action}] {e.name}: {e.description}" if e.description else f"[{e.action}] {e.name}",
+    )
+
+
+def validation_result(
+    suite: Suite, batch: Batch, outcomes: list[Outcome], run_name: str, run_time: datetime
+) -> ExpectationSuiteValidationResult:
+    _import_gx()
+    from great_expectations.core import ExpectationSuiteValidationResult, ExpectationValidationResult
+    from great_expectations.core.run_identifier import RunIdentifier
+    from great_expectations.expectations.expectation_configuration import ExpectationConfiguration
+
+    results = []
+    for o in outcomes:
+        result: dict[str, Any] = {
+            "element_count": o.element_count,
+            "unexpected_count": o.failing_rows,
+            "unexpected_percent": o.unexpected_percent,
+            "partial_unexpected_list": o.sample,
+            "observed_value": o.observed,
+        }
+        results.append(
+            ExpectationValidationResult(
+                success=o.success,
+                expectation_config=_configuration(o.expectation, ExpectationConfiguration),
+                result=result,
+            )
+        )
+    passed = sum(1 for o in outcomes if o.success)
+    return ExpectationSuiteValidationResult(
+        success=passed == len(outcomes),
+        results=results,
+        suite_name=suite.table,
+        statistics={
+            "evaluated_expectations": len(outcomes),
+            "successful_expectations": passed,
+            "unsuccessful_expectations": len(outcomes) - passed,
+            "success_percent": 100.0 * passed / len(outcomes) if outcomes else 100.0,
+        },
+        meta={
+            "run_id": RunIdentifier(run_name=run_name, run_time=run_time),
+            "batch_spec": {"table": batch.table, "uri": batch.uri, "delta_version": batch.version},
+            "batch_markers": {"days": [d.isoformat() for d in batch.days or []], "rows": batch.rows},
+            "active_batch_definition": None,
+            "checkpoint_name": None,
+        },
+    )
+
+
+def _context(docs_dir: Path) -> Any:
+    """The file-backed GX project under ``docs_dir`` (created on first use), one per process."""
+    gx = _import_gx()
+    key = str(docs_dir.resolve())
+    with _LOCK:
+        ctx = _CONTEXTS.get(key)
+        if ctx is None:
+            docs_dir.mkdir(parents=True, exist_ok=True)
+            ctx = gx.get_context(mode="file", project_root_dir=str(docs_dir))
+            _CONTEXTS[key] = ctx
+        return ctx
+
+
+def data_docs(suite: Suite, batch: Batch, outcomes: list[Outcome], docs_dir: Path, run_name: str) -> Path:
+    """Store the validation in the GX project and render its Data Docs page; returns the page's path."""
+    from great_expectations.data_context.types.resource_identifiers import (
+        ExpectationSuiteIdentifier,
+        ValidationResultIdentifier,
+    )
+
+    ctx = _context(docs_dir)
+    run_time = datetime.now(UTC)
+    result = validation_result(suite, batch, outcomes, run_name, run_time)
+    with _LOCK:
+        ctx.suites.add_or_update(gx_suite(suite))
+        suite_id = ExpectationSuiteIdentifier(name=suite.table)
+        ident = ValidationResultIdentifier(
+            expectation_suite_identifier=suite_id, run_id=result.meta["run_id"], batch_identifier=batch.label
+        )
+        ctx.validation_results_store.set(ident, result)
+        ctx.build_data_docs(resource_identifiers=[ident, suite_id])
+        sites = ctx.get_docs_sites_urls(resource_identifier=ident)
+    url = sites[0]["site_url"]
+    return Path(url.removeprefix("file://"))

@@ -1,0 +1,62 @@
+"""Run one suite: measure it (``quality.engine``), then write its Data Docs page (``quality.gx``).
+
+Shared by the Dagster asset checks (``quality.checks``) and ``streamhouse check``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any
+
+from quality.engine import SAMPLE_ROWS, Batch, Outcome, measure
+from quality.suites import FAIL, Suite
+
+
+@dataclass
+class SuiteRun:
+    suite: Suite
+    batch: Batch
+    outcomes: list[Outcome]
+    docs: Path | None
+    seconds: float = 0.0
+
+    @property
+    def errors(self) -> list[Outcome]:
+        """Failed ``fail`` expectations: they block what is downstream."""
+        return [o for o in self.outcomes if not o.success and o.expectation.action == FAIL]
+
+    @property
+    def warnings(self) -> list[Outcome]:
+        return [o for o in self.outcomes if not o.success and o.expectation.action != FAIL]
+
+
+def parse_as_of(text: str | None) -> datetime | None:
+    """The reference time of freshness expectations (ISO-8601; naive means UTC). Empty: now."""
+    if not text:
+        return None
+    value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value
+
+
+def run_suite(
+    suite: Suite,
+    lake_root: str,
+    *,
+    days: Sequence[date] | None = None,
+    spark: Callable[[], Any] | None = None,
+    as_of: datetime | None = None,
+    docs_dir: Path | None = None,
+    run_name: str = "manual",
+    sample_rows: int = SAMPLE_ROWS,
+) -> SuiteRun:
+    import time
+
+    from quality.gx import data_docs
+
+    started = time.perf_counter()
+    batch, outcomes = measure(suite, lake_root, days=days, spark=spark, as_of=as_of, sample_rows=sample_rows)
+    docs = data_docs(suite, batch, outcomes, docs_dir, run_name) if docs_dir is not None else None
+    return SuiteRun(suite, batch, outcomes, docs, time.perf_counter() - started)

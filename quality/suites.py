@@ -1,0 +1,442 @@
+"""Expectation suites as code: one suite per bronze, silver and gold table.
+
+A suite lists expectations, each with an action (``warn``, ``drop``, ``fail``; see
+``assets.silver.expectations``) and the Great Expectations expectation it is (type + kwargs), so the
+suite becomes a GX ``ExpectationSuite`` and every result a GX ``ExpectationValidationResult`` rendered
+in Data Docs. Kinds of expectation and how they are measured (``quality.engine``):
+
+* ``row``: a SQL predicate true for a failing row, counted over the batch in one aggregate query
+  (not-null, ranges, value sets, referential integrity via the as-of join's result, ...);
+* ``dropped``: a silver ``drop`` expectation: its failing rows were sent to quarantine while writing, so
+  it is measured on ``quarantine/<topic>`` (rows whose ``failed_expectations`` name it);
+* ``unique``: no two rows share the key columns;
+* ``type``: the column's type in the Delta schema;
+* ``freshness``: the newest value of a time column is at most ``max_age`` older than the reference time;
+* ``rows``: a SQL query returning the unexpected rows (reconciliation with the layer below, missing
+  windows); ``{t}`` is the batch, ``{<alias>}`` an input table restricted to the same days.
+
+Row-level rules of silver come from ``assets.silver.expectations`` (silver enforces them while
+writing); ``quality/`` imports ``assets/``, never the other way round.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from assets.sample_data import (
+    CLICKS,
+    CUSTOMERS,
+    EDGE_OUTPUT_TOPICS,
+    ORDERS,
+    PAYLOAD_SCHEMAS,
+    PRODUCTS,
+    TOPICS,
+)
+from assets.silver.expectations import DROP, FAIL, WARN, RowExpectation
+from assets.silver.transform import SPARK_TYPES, SPECS
+from edge.errors import StreamhouseError
+
+ROW = "row"
+DROPPED = "dropped"
+UNIQUE = "unique"
+TYPE = "type"
+FRESHNESS = "freshness"
+ROWS = "rows"
+
+SPARK = "spark"  # large tables: measured by Spark SQL on the executors
+ARROW = "arrow"  # small tables: DuckDB over the Delta table's Arrow dataset, no JVM
+
+# Gold table names (``assets.gold.assets``; repeated here so quality/ does not load the Dagster assets).
+TUMBLING = "revenue_tumbling_5m"
+HOPPING = "revenue_hopping_10m"
+SESSIONS = "click_sessions"
+ENRICHED = "orders_enriched"
+
+
+class UnknownTableError(StreamhouseError):
+    pass
+
+
+@dataclass(frozen=True)
+class Expectation:
+    name: str
+    kind: str
+    action: str
+    gx_type: str
+    gx_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    description: str = ""
+    #: ``row``: SQL predicate, true when the row fails; ``rows``: query returning the unexpected rows
+    sql: str = ""
+    #: ``unique``: key columns; ``type``: (column, Spark simple type); ``freshness``: (column,)
+    columns: tuple[str, ...] = ()
+    max_age: timedelta | None = None
+
+    @property
+    def severity(self) -> str:
+        """ERROR for ``fail`` (blocking), WARN for ``warn`` and ``drop`` (reported)."""
+        return "ERROR" if self.action == FAIL else "WARN"
+
+
+@dataclass(frozen=True)
+class Input:
+    """Another table a ``rows`` expectation reads, restricted to the batch's days on ``partition``."""
+
+    table: str
+    partition: str | None
+
+
+@dataclass(frozen=True)
+class Suite:
+    table: str  # "silver.orders"
+    engine: str
+    #: the table's daily partition column (a run checks the days it built); None: the whole table
+    partition: str | None
+    expectations: tuple[Expectation, ...]
+    inputs: Mapping[str, Input] = field(default_factory=dict)
+    description: str = ""
+
+    @property
+    def layer(self) -> str:
+        return self.table.split(".", 1)[0]
+
+    @property
+    def name(self) -> str:
+        return self.table.split(".", 1)[1]
+
+    @property
+    def asset_key_path(self) -> list[str]:
+        return [self.layer, self.name]
+
+    def expectation(self, name: str) -> Expectation:
+        for e in self.expectations:
+            if e.name == name:
+                return e
+        raise KeyError(name)
+
+
+def _from_row(exp: RowExpectation) -> Expectation:
+    kind = DROPPED if exp.action == DROP else ROW
+    return Expectation(
+        exp.name,
+        kind,
+        exp.action,
+        exp.gx_type,
+        dict(exp.gx_kwargs),
+        f"silver row rule ({exp.action}): fails when {exp.violation}",
+        sql=exp.violation,
+    )
+
+
+def not_null(column: str, action: str = FAIL) -> Expectation:
+    return Expectation(
+        f"{column}_not_null",
+        ROW,
+        action,
+        "expect_column_values_to_not_be_null",
+        {"column": column},
+        f"{column} is never null",
+        sql=f"{column} IS NULL",
+    )
+
+
+def between(
+    name: str, column: str, low: float | None = None, high: float | None = None, action: str = FAIL
+) -> Expectation:
+    parts = ([f"{column} < {low}"] if low is not None else []) + (
+        [f"{column} > {high}"] if high is not None else []
+    )
+    kwargs: dict[str, Any] = {"column": column}
+    if low is not None:
+        kwargs["min_value"] = low
+    if high is not None:
+        kwargs["max_value"] = high
+    return Expectation(
+        name,
+        ROW,
+        action,
+        "expect_column_values_to_be_between",
+        kwargs,
+        f"{column} within [{low}, {high}]",
+        sql=" OR ".join(parts),
+    )
+
+
+def rule(name: str, violation: str, description: str, action: str = FAIL, **gx: Any) -> Expectation:
+    """A row predicate with no dedicated GX expectation: shown as ``unexpected_rows_expectation``."""
+    return Expectation(
+        name,
+        ROW,
+        action,
+        "unexpected_rows_expectation",
+        {"unexpected_rows_query": f"SELECT * FROM {{batch}} WHERE {violation}", **gx},
+        description,
+        sql=violation,
+    )
+
+
+def unique(columns: tuple[str, ...], action: str = FAIL, name: str | None = None) -> Expectation:
+    if len(columns) == 1:
+        gx_type, kwargs = "expect_column_values_to_be_unique", {"column": columns[0]}
+    else:
+        gx_type, kwargs = "expect_compound_columns_to_be_unique", {"column_list": list(columns)}
+    return Expectation(
+        name or f"{'_'.join(columns)}_unique",
+        UNIQUE,
+        action,
+        gx_type,
+        kwargs,
+        f"one row per {', '.join(columns)}",
+        columns=columns,
+    )
+
+
+def column_type(column: str, spark_type: str, action: str = FAIL) -> Expectation:
+    return Expectation(
+        f"{column}_type",
+        TYPE,
+        action,
+        "expect_column_values_to_be_of_type",
+        {"column": column, "type_": spark_type},
+        f"{column} is {spark_type}",
+        columns=(column, spark_type),
+    )
+
+
+def freshness(column: str, max_age: timedelta, action: str = WARN) -> Expectation:
+    return Expectation(
+        f"{column}_fresh",
+        FRESHNESS,
+        action,
+        "expect_column_max_to_be_between",
+        {"column": column},
+        f"newest {column} at most {max_age} before the reference time",
+        columns=(column,),
+        max_age=max_age,
+    )
+
+
+def rows(name: str, sql: str, description: str, action: str = FAIL) -> Expectation:
+    return Expectation(
+        name,
+        ROWS,
+        action,
+        "unexpected_rows_expectation",
+        {"unexpected_rows_query": sql},
+        description,
+        sql=sql,
+    )
+
+
+#: Bronze: the newest record may be at most this old when checked (reference: ``QualityResource.as_of``
+#: or now). Reported (warn): a quiet topic must not stop the pipeline.
+BRONZE_MAX_AGE = timedelta(days=1)
+
+
+def _bronze(topic: str) -> Suite:
+    # Freshness only for event topics: dimension topics change rarely, edge outputs follow the edge.
+    fresh = (freshness("event_timestamp", BRONZE_MAX_AGE),) if topic in (ORDERS, CLICKS) else ()
+    return Suite(
+        f"bronze.{topic}",
+        SPARK,
+        None,
+        (
+            not_null("topic"),
+            not_null("partition"),
+            not_null("offset"),
+            not_null("event_timestamp"),
+            not_null("value", WARN),
+            unique(("topic", "partition", "offset"), name="kafka_position_unique"),
+            *fresh,
+        ),
+        description="raw Kafka records: each Kafka position exactly once, and recent",
+    )
+
+
+def _silver(topic: str) -> Suite:
+    spec = SPECS[topic]
+    row_rules = tuple(_from_row(e) for e in spec.expectations)
+    types = tuple(column_type(name, SPARK_TYPES[typ]) for name, typ in PAYLOAD_SCHEMAS[topic].items())
+    extra: tuple[Expectation, ...] = ()
+    key = spec.key
+    if topic == CUSTOMERS:
+        key = ("customer_id", "valid_from")
+        extra = (rule("validity_interval_ordered", "valid_to <= valid_from", "valid_from < valid_to"),)
+    return Suite(
+        f"silver.{topic}",
+        SPARK,
+        "event_date" if spec.time_col is not None else None,
+        (*row_rules, *types, unique(key), *extra),
+        inputs={"quarantine": Input(f"quarantine.{topic}", "event_date" if spec.time_col else None)},
+        description=f"typed {topic}: the contract, the row rules (drop → quarantine), one row per key",
+    )
+
+
+_TUMBLING_RECONCILE = """
+WITH g AS (SELECT window_date AS day, sum(orders) AS orders, sum(units) AS units, sum(revenue) AS revenue,
+                  count(*) AS windows FROM {t} GROUP BY 1),
+     s AS (SELECT event_date AS day, count(*) AS orders, sum(quantity) AS units,
+                  sum(quantity * unit_price) AS revenue FROM {silver_orders} GROUP BY 1)
+SELECT coalesce(g.day, s.day) AS day, g.orders AS gold_orders, s.orders AS silver_orders,
+       g.units AS gold_units, s.units AS silver_units,
+       round(g.revenue, 2) AS gold_revenue, round(s.revenue, 2) AS silver_revenue
+FROM g FULL OUTER JOIN s ON g.day = s.day
+WHERE g.orders IS DISTINCT FROM s.orders OR g.units IS DISTINCT FROM s.units
+   OR abs(coalesce(g.revenue, 0) - coalesce(s.revenue, 0)) > 0.005 * coalesce(g.windows, 0) + 0.01
+"""
+
+_ENRICHED_RECONCILE = """
+WITH g AS (SELECT event_date AS day, count(*) AS n FROM {t} GROUP BY 1),
+     s AS (SELECT event_date AS day, count(*) AS n FROM {silver_orders} GROUP BY 1)
+SELECT coalesce(g.day, s.day) AS day, g.n AS gold_rows, s.n AS silver_rows
+FROM g FULL OUTER JOIN s ON g.day = s.day
+WHERE g.n IS DISTINCT FROM s.n
+"""
+
+
+def _missing_windows(date_col: str, minutes: int) -> str:
+    return f"""
+WITH d AS (SELECT {date_col} AS day, min(window_start) AS first_window, max(window_start) AS last_window,
+                  count(DISTINCT window_start) AS windows FROM {{t}} GROUP BY 1)
+SELECT day, first_window, last_window, windows,
+       CAST(date_diff('minute', first_window, last_window) / {minutes} + 1 - windows AS BIGINT) AS missing
+FROM d WHERE date_diff('minute', first_window, last_window) / {minutes} + 1 <> windows
+"""
+
+
+_SILVER_ORDERS = {"silver_orders": Input(f"silver.{ORDERS}", "event_date")}
+
+
+def _gold() -> list[Suite]:
+    return [
+        Suite(
+            f"gold.{TUMBLING}",
+            ARROW,
+            "window_date",
+            (
+                not_null("window_start"),
+                not_null("product_id"),
+                unique(("window_start", "product_id"), name="one_row_per_window_and_product"),
+                rule(
+                    "window_is_5_minutes",
+                    "window_end - window_start <> INTERVAL 5 MINUTE",
+                    "5-minute windows",
+                ),
+                between("revenue_non_negative", "revenue", low=0),
+                between("orders_positive", "orders", low=1),
+                rule("units_at_least_orders", "units < orders", "every order has at least one unit"),
+                rows(
+                    "totals_match_silver",
+                    _TUMBLING_RECONCILE,
+                    "per day: orders, units and revenue equal silver/orders' totals of the same day",
+                ),
+                rows(
+                    "no_missing_windows",
+                    _missing_windows("window_date", 5),
+                    "every 5-minute window between the day's first and last has orders",
+                    WARN,
+                ),
+            ),
+            inputs=_SILVER_ORDERS,
+        ),
+        Suite(
+            f"gold.{HOPPING}",
+            ARROW,
+            "window_date",
+            (
+                not_null("window_start"),
+                unique(("window_start",), name="one_row_per_window"),
+                between("orders_positive", "orders", low=1),
+                rule("customers_at_most_orders", "customers > orders", "distinct customers <= orders"),
+                rows(
+                    "no_missing_windows",
+                    _missing_windows("window_date", 1),
+                    "a window starts every minute between the day's first and last window",
+                    WARN,
+                ),
+            ),
+        ),
+        Suite(
+            f"gold.{SESSIONS}",
+            ARROW,
+            "session_date",
+            (
+                not_null("user_id"),
+                unique(("user_id", "session_start"), name="one_row_per_user_session"),
+                rule(
+                    "session_end_after_start", "session_end < session_start", "session_end >= session_start"
+                ),
+                between("clicks_positive", "clicks", low=1),
+                rule("pages_at_most_clicks", "pages > clicks", "distinct pages <= clicks"),
+                rule(
+                    "sessions_within_gap_bounds",
+                    "duration_s > (clicks - 1) * 1800",
+                    "a session cannot last longer than (clicks - 1) x the 30-minute gap",
+                ),
+            ),
+        ),
+        Suite(
+            f"gold.{ENRICHED}",
+            ARROW,
+            "event_date",
+            (
+                not_null("order_id"),
+                unique(("order_id",)),
+                rule(
+                    "customer_exists_at_order_time",
+                    "profile_valid_from IS NULL",
+                    "every order's customer has a profile valid at the order's time in silver/customers",
+                ),
+                rule(
+                    "product_exists",
+                    "product_name IS NULL",
+                    "every order's product exists in silver/products",
+                ),
+                rows(
+                    "orders_match_silver",
+                    _ENRICHED_RECONCILE,
+                    "per day: one enriched row per silver order",
+                ),
+            ),
+            inputs=_SILVER_ORDERS,
+        ),
+    ]
+
+
+def _all() -> dict[str, Suite]:
+    suites = [_bronze(t) for t in [*TOPICS, *EDGE_OUTPUT_TOPICS]]
+    suites += [_silver(t) for t in (ORDERS, CLICKS, CUSTOMERS, PRODUCTS)]
+    suites += _gold()
+    return {s.table: s for s in suites}
+
+
+SUITES: dict[str, Suite] = _all()
+
+
+def get_suite(table: str) -> Suite:
+    """The suite of ``table`` (``silver.orders``; ``silver/orders`` is accepted too)."""
+    name = table.replace("/", ".")
+    if name not in SUITES:
+        import difflib
+
+        close = difflib.get_close_matches(name, list(SUITES), n=1)
+        hint = f"; did you mean {close[0]}?" if close else f"; known: {', '.join(sorted(SUITES))}"
+        raise UnknownTableError(f"no expectation suite for table {table}{hint}")
+    return SUITES[name]
+
+
+__all__ = [
+    "ARROW",
+    "CLICKS",
+    "DROP",
+    "FAIL",
+    "SPARK",
+    "SUITES",
+    "WARN",
+    "Expectation",
+    "Input",
+    "Suite",
+    "get_suite",
+]
