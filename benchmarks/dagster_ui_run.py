@@ -64,9 +64,11 @@ def _is_jvm(pid: int) -> bool:
     nor the short-lived ``org.apache.spark.launcher.Main`` that spark-submit runs first."""
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return b"org.apache.spark.deploy.SparkSubmit" in f.read()
+            cmdline = f.read()
     except OSError:
         return False
+    launcher = b"org.apache.spark.launcher.Main" in cmdline
+    return b"org.apache.spark.deploy.SparkSubmit" in cmdline and not launcher
 
 
 def _descendants(procs: dict[int, tuple[int, str, int]], root: int) -> set[int]:
