@@ -437,8 +437,36 @@ def windowed_changelog_config(retention_ms: int, extra: Mapping[str, str] | None
     return config
 
 
+class _WindowedBuilderOptions:
+    """The ``with_*`` options both windowed builders share (frozen dataclasses: each returns a copy)."""
+
+    name: str
+    retention_ms: int
+    logging_enabled: bool
+    changelog_config: Mapping[str, str]
+
+    def __post_init__(self) -> None:
+        _check_name(self.name)
+        if not self.changelog_config and self.logging_enabled:
+            object.__setattr__(self, "changelog_config", windowed_changelog_config(self.retention_ms))
+
+    def with_logging_disabled(self) -> Any:
+        return dataclasses.replace(self, logging_enabled=False, changelog_config={})  # type: ignore[type-var]
+
+    def with_logging_enabled(self, config: Mapping[str, str] | None = None) -> Any:
+        return dataclasses.replace(  # type: ignore[type-var]
+            self, logging_enabled=True, changelog_config=windowed_changelog_config(self.retention_ms, config)
+        )
+
+    def with_caching_disabled(self) -> Any:
+        return dataclasses.replace(self, caching_enabled=False)  # type: ignore[type-var]
+
+    def with_caching_enabled(self) -> Any:
+        return dataclasses.replace(self, caching_enabled=True)  # type: ignore[type-var]
+
+
 @dataclasses.dataclass(frozen=True)
-class WindowStoreBuilder:
+class WindowStoreBuilder(_WindowedBuilderOptions):
     """Declares a window store; ``build()`` makes a fresh stack per task."""
 
     name: str
@@ -451,25 +479,6 @@ class WindowStoreBuilder:
     logging_enabled: bool = True
     caching_enabled: bool = True
     changelog_config: Mapping[str, str] = dataclasses.field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        _check_name(self.name)
-        if not self.changelog_config and self.logging_enabled:
-            object.__setattr__(self, "changelog_config", windowed_changelog_config(self.retention_ms))
-
-    def with_logging_disabled(self) -> WindowStoreBuilder:
-        return dataclasses.replace(self, logging_enabled=False, changelog_config={})
-
-    def with_logging_enabled(self, config: Mapping[str, str] | None = None) -> WindowStoreBuilder:
-        return dataclasses.replace(
-            self, logging_enabled=True, changelog_config=windowed_changelog_config(self.retention_ms, config)
-        )
-
-    def with_caching_disabled(self) -> WindowStoreBuilder:
-        return dataclasses.replace(self, caching_enabled=False)
-
-    def with_caching_enabled(self) -> WindowStoreBuilder:
-        return dataclasses.replace(self, caching_enabled=True)
 
     def build(self) -> MeteredWindowStore:
         from edge.state.caching import CachingKeyValueStore
@@ -496,7 +505,7 @@ class WindowStoreBuilder:
 
 
 @dataclasses.dataclass(frozen=True)
-class SessionStoreBuilder:
+class SessionStoreBuilder(_WindowedBuilderOptions):
     name: str
     key_serde: Any
     value_serde: Any
@@ -505,25 +514,6 @@ class SessionStoreBuilder:
     logging_enabled: bool = True
     caching_enabled: bool = True
     changelog_config: Mapping[str, str] = dataclasses.field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        _check_name(self.name)
-        if not self.changelog_config and self.logging_enabled:
-            object.__setattr__(self, "changelog_config", windowed_changelog_config(self.retention_ms))
-
-    def with_logging_disabled(self) -> SessionStoreBuilder:
-        return dataclasses.replace(self, logging_enabled=False, changelog_config={})
-
-    def with_logging_enabled(self, config: Mapping[str, str] | None = None) -> SessionStoreBuilder:
-        return dataclasses.replace(
-            self, logging_enabled=True, changelog_config=windowed_changelog_config(self.retention_ms, config)
-        )
-
-    def with_caching_disabled(self) -> SessionStoreBuilder:
-        return dataclasses.replace(self, caching_enabled=False)
-
-    def with_caching_enabled(self) -> SessionStoreBuilder:
-        return dataclasses.replace(self, caching_enabled=True)
 
     def build(self) -> MeteredSessionStore:
         from edge.state.caching import CachingKeyValueStore
