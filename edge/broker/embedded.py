@@ -214,29 +214,25 @@ class EmbeddedBroker:
 
     def _wait_ready(self, log_path: Path) -> None:
         assert self._process is not None
-        deadline = time.monotonic() + self.startup_timeout_s
-        while time.monotonic() < deadline:
-            code = self._process.poll()
-            if code is not None:
-                self._process = None
-                log = _tail(log_path)
-                if "in use" in log.lower():
-                    raise BrokerPortInUseError(
-                        f"the broker could not bind port {self.info.port}: it is in use; pick another port"
-                    )
-                raise BrokerStartError(
-                    f"the embedded broker exited with code {code} during start-up; its log "
-                    f"({log_path}) ends with:\n{log}"
-                )
-            if _accepts_connections(self.host, self.info.port) and _answers_metadata(
-                self.info.bootstrap_servers, 2.0
-            ):
-                return
-            time.sleep(0.05)
-        self.stop()
+        process = self._process
+        if wait_until_ready(process, self.info, self.startup_timeout_s, 0.05):
+            return
+        code = process.poll()
+        if code is None:
+            self.stop()
+            raise BrokerStartError(
+                f"the embedded broker did not become ready within {self.startup_timeout_s:.0f}s on "
+                f"{self.host}:{self.info.port}; see {log_path}"
+            )
+        self._process = None
+        log = _tail(log_path)
+        if "in use" in log.lower():
+            raise BrokerPortInUseError(
+                f"the broker could not bind port {self.info.port}: it is in use; pick another port"
+            )
         raise BrokerStartError(
-            f"the embedded broker did not become ready within {self.startup_timeout_s:.0f}s on "
-            f"{self.host}:{self.info.port}; see {log_path}"
+            f"the embedded broker exited with code {code} during start-up; its log "
+            f"({log_path}) ends with:\n{log}"
         )
 
     def stop(self, timeout_s: float = 10.0) -> None:
@@ -260,6 +256,21 @@ class EmbeddedBroker:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.stop()
+
+
+def wait_until_ready(
+    process: subprocess.Popen[bytes], info: BrokerInfo, timeout_s: float, poll_s: float
+) -> bool:
+    """True once the broker accepts connections and answers a metadata request; False when the process
+    exited or ``timeout_s`` passed first (the caller tells which, with its own wording and cleanup)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            return False
+        if _accepts_connections(info.host, info.port) and _answers_metadata(info.bootstrap_servers, 2.0):
+            return True
+        time.sleep(poll_s)
+    return False
 
 
 def _terminate(pid: int, timeout_s: float, process: subprocess.Popen[bytes] | None = None) -> None:

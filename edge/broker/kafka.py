@@ -35,12 +35,11 @@ from edge.broker.embedded import (
     BrokerNotRunningError,
     BrokerPortInUseError,
     BrokerStartError,
-    _accepts_connections,
-    _answers_metadata,
     _port_is_free,
     _tail,
     _terminate,
     free_port,
+    wait_until_ready,
 )
 
 #: A directory holding ``libs/*.jar`` and ``install.json`` (overrides the state dir's ``jvm/kafka``).
@@ -347,31 +346,27 @@ class ApacheKafkaBroker:
 
     def _wait_ready(self, log_path: Path) -> None:
         assert self._process is not None
-        deadline = time.monotonic() + self.startup_timeout_s
-        while time.monotonic() < deadline:
-            code = self._process.poll()
-            if code is not None:
-                self._process = None
-                self._cleanup_temp()
-                log = _tail(log_path, 25)
-                if "address already in use" in log.lower():
-                    raise BrokerPortInUseError(
-                        f"the Apache Kafka broker could not bind port {self.info.port} (or its controller "
-                        "port): it is in use; pick another port"
-                    )
-                raise BrokerStartError(
-                    f"the Apache Kafka broker exited with code {code} during start-up; its log "
-                    f"({log_path}) ends with:\n{log}"
-                )
-            if _accepts_connections(self.host, self.info.port) and _answers_metadata(
-                self.info.bootstrap_servers, 2.0
-            ):
-                return
-            time.sleep(0.1)
-        self.stop()
+        process = self._process
+        if wait_until_ready(process, self.info, self.startup_timeout_s, 0.1):
+            return
+        code = process.poll()
+        if code is None:
+            self.stop()
+            raise BrokerStartError(
+                f"the Apache Kafka broker did not become ready within {self.startup_timeout_s:.0f}s on "
+                f"{self.host}:{self.info.port}; see {log_path}"
+            )
+        self._process = None
+        self._cleanup_temp()
+        log = _tail(log_path, 25)
+        if "address already in use" in log.lower():
+            raise BrokerPortInUseError(
+                f"the Apache Kafka broker could not bind port {self.info.port} (or its controller "
+                "port): it is in use; pick another port"
+            )
         raise BrokerStartError(
-            f"the Apache Kafka broker did not become ready within {self.startup_timeout_s:.0f}s on "
-            f"{self.host}:{self.info.port}; see {log_path}"
+            f"the Apache Kafka broker exited with code {code} during start-up; its log "
+            f"({log_path}) ends with:\n{log}"
         )
 
     def stop(self, timeout_s: float = 30.0) -> None:
