@@ -23,6 +23,7 @@ $(STAMP): pyproject.toml constraints.txt | prereqs
 install: prereqs $(STAMP) ## Create .venv and install everything (pinned)
 	@$(PYTHON) scripts/delta_jars.py
 	@$(PYTHON) scripts/install_kafka_broker.py
+	@$(PYTHON) scripts/install_chromium.py
 
 # Run a second time on Apache Kafka (STREAMHOUSE_BROKER_KIND=kafka): the edge runtime, exactly-once
 # (including the crash mid-transaction Tansu cannot show), restore from compacted changelogs, and the
@@ -62,10 +63,13 @@ format: install ## Apply ruff formatting and safe fixes
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
-demo: install ## Run the main job end to end on the embedded defaults and print a summary
+demo: install ## Run the demo into the project's lake and Dagster instance (see it with make dagster)
 	$(BIN)/streamhouse demo
 
-dagster: install ## Open the Dagster UI (webserver + daemon) on 127.0.0.1:3000
+# The broker is started (if not running) so the Kafka lag sensor, on by default like the automation
+# sensor and the nightly maintenance schedule, has topics to watch from the first tick.
+dagster: install ## Open the Dagster UI (webserver + daemon, lag sensor and automation on) on 127.0.0.1:3000
+	@$(BIN)/streamhouse broker status >/dev/null 2>&1 || $(BIN)/streamhouse broker start
 	DAGSTER_HOME=$${DAGSTER_HOME:-$(CURDIR)/.state/dagster} ; mkdir -p $$DAGSTER_HOME ; \
 	  DAGSTER_HOME=$$DAGSTER_HOME $(BIN)/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000
 

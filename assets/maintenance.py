@@ -19,7 +19,8 @@ from dagster import (
 )
 from pydantic import Field
 
-from orchestration.resources import LakeResource
+from assets.owners import OWNERS
+from assets.resources import LakeResource
 
 LAYERS = ("bronze", "silver", "quarantine", "gold")
 
@@ -62,6 +63,7 @@ def maintain_table(uri: str, *, retention_hours: int, target_file_size: int, enf
     key=["maintenance", "lake"],
     group_name="maintenance",
     kinds={"delta"},
+    owners=OWNERS,
     description="Compacts small files, writes a checkpoint and vacuums every lake table.",
 )
 def lake_maintenance(

@@ -12,7 +12,7 @@ import random
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 import orjson
 from confluent_kafka import Producer
@@ -27,7 +27,9 @@ CLICKS = "clicks"
 TOPICS: dict[str, int] = {ORDERS: 4, CUSTOMERS: 1, PRODUCTS: 1, CLICKS: 4}
 #: Topics the edge apps write (``examples.revenue``); bronze ingests them like the raw ones.
 EDGE_REVENUE = "edge_revenue_by_product"
-EDGE_OUTPUT_TOPICS: dict[str, int] = {EDGE_REVENUE: 4}
+#: Closed 5-minute revenue windows of ``examples.revenue_windows``, reconciled with gold (``quality``).
+EDGE_REVENUE_5M = "edge_revenue_5m"
+EDGE_OUTPUT_TOPICS: dict[str, int] = {EDGE_REVENUE: 4, EDGE_REVENUE_5M: 4}
 
 #: Payload fields and their logical types, per topic (the contract silver enforces).
 PAYLOAD_SCHEMAS: dict[str, dict[str, str]] = {
@@ -50,11 +52,34 @@ PAYLOAD_SCHEMAS: dict[str, dict[str, str]] = {
     CLICKS: {"event_id": "string", "user_id": "string", "page": "string", "event_time": "timestamp"},
 }
 
+#: The fixed base date of ``generate()``: tests and benchmarks compare against it, so their data and
+#: partitions stay the same every day. The demo and ``streamhouse generate`` use ``recent_start()``.
 DEFAULT_START = datetime(2026, 1, 5, tzinfo=UTC)
+#: Shares of deliberately bad records that ``streamhouse generate`` (and its Dagster job) mix in, so a
+#: user watching the pipeline sees late events re-open finished days and malformed ones quarantined:
+#: late orders (event time 6 h behind the stream), malformed orders and clicks (broken JSON, missing or
+#: mistyped fields, impossible values) and exact duplicates (producer retries).
+LIVE_LATE_RATIO = 0.05
+LIVE_INVALID_RATIO = 0.02
+LIVE_DUPLICATE_RATIO = 0.01
 SEGMENTS = ["consumer", "smb", "enterprise"]
 COUNTRIES = ["DE", "FR", "NL", "US", "GB"]
 CATEGORIES = ["coffee", "tea", "bakery", "juice"]
 PAGES = ["/", "/menu", "/product", "/cart", "/checkout", "/account"]
+
+
+def recent_start(days: int, today: date | None = None) -> datetime:
+    """Midnight (UTC) ``days`` days before ``today``: ``days`` whole days of data ending last midnight.
+
+    The demo's data then falls in the most recent daily partitions, the ones the Dagster UI shows first.
+    It ends at the last midnight rather than now because a daily partition exists only once its day is
+    over (today's is not a partition yet, so a run for it could not be launched).
+    """
+    if days < 1:
+        raise ValueError(f"days must be >= 1, got {days}")
+    today = today or datetime.now(UTC).date()
+    midnight = datetime(today.year, today.month, today.day, tzinfo=UTC)
+    return midnight - timedelta(days=days)
 
 
 def topic_specs(prefix: str = "") -> list[TopicSpec]:
@@ -316,3 +341,131 @@ def produce(
     if remaining:
         raise RuntimeError(f"{remaining} sample records were not acknowledged by {client.bootstrap_servers}")
     return counts
+
+
+def interleaved(data: SampleData) -> list[tuple[str, RawRecord]]:
+    """Every record as (topic, record), the topics interleaved in proportion (each in its own order).
+
+    A paced producer sends them in this order so a person watching sees orders, clicks and dimension
+    changes arrive together, as they would from live systems, rather than one topic after another.
+    """
+    queues = [(topic, records) for topic, records in data.records.items() if records]
+    out: list[tuple[str, RawRecord]] = []
+    # Each topic's i-th record is due at (i + 0.5) / len(topic) of the way through: merge on that.
+    due = sorted(
+        ((i + 0.5) / len(records), n, i) for n, (_, records) in enumerate(queues) for i in range(len(records))
+    )
+    for _, n, i in due:
+        topic, records = queues[n]
+        out.append((topic, records[i]))
+    return out
+
+
+def produce_paced(
+    client: KafkaClientConfig,
+    data: SampleData,
+    *,
+    prefix: str = "",
+    rate: float | None = None,
+    create: bool = True,
+    progress: Callable[[int], None] | None = None,
+) -> dict[str, int]:
+    """Produce ``data`` interleaved across topics at ``rate`` records/s (None: as fast as possible).
+
+    ``progress`` gets the number of records produced so far, every 1% of them and at the end; returns
+    counts per physical topic. Pacing holds the average rate from the start (a slow moment is caught
+    up), sleeping in short steps so an interrupt stops it promptly.
+    """
+    if rate is not None and rate <= 0:
+        raise ValueError(f"rate must be > 0 records/s, got {rate}")
+    if create:
+        create_topics(client, topic_specs(prefix))
+    producer = Producer(client.producer(**{"linger.ms": 5 if rate else 20, "batch.num.messages": 10000}))
+    records = interleaved(data)
+    counts: dict[str, int] = {}
+    every = max(1, len(records) // 100)
+    started = time.monotonic()
+    for n, (topic, rec) in enumerate(records, 1):
+        name = f"{prefix}{topic}"
+        if rate is not None:
+            wait = started + (n - 1) / rate - time.monotonic()
+            if wait > 0:
+                producer.poll(0)
+                time.sleep(min(wait, 0.5))
+                while (wait := started + (n - 1) / rate - time.monotonic()) > 0:
+                    time.sleep(min(wait, 0.5))
+        while True:
+            try:
+                producer.produce(name, value=rec.value, key=rec.key, timestamp=rec.timestamp_ms)
+                break
+            except BufferError:
+                producer.poll(0.05)
+        counts[name] = counts.get(name, 0) + 1
+        if progress is not None and (n % every == 0 or n == len(records)):
+            producer.poll(0)
+            progress(n)
+    remaining = producer.flush(120)
+    if remaining:
+        raise RuntimeError(f"{remaining} sample records were not acknowledged by {client.bootstrap_servers}")
+    return counts
+
+
+@dataclass
+class LiveBatch:
+    """What ``produce_live`` sent: records per physical topic and the bad records mixed in."""
+
+    produced: dict[str, int]
+    #: per logical topic, the deliberately bad records (``{"orders": {"late": 12, "invalid": 5, ...}}``)
+    injected: dict[str, dict[str, int]]
+    first_day: date
+    last_day: date
+    seconds: float
+
+    @property
+    def total(self) -> int:
+        return sum(self.produced.values())
+
+
+def produce_live(
+    client: KafkaClientConfig,
+    events: int,
+    *,
+    prefix: str = "",
+    rate: float | None = None,
+    today: date | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> LiveBatch:
+    """More sample events for a running pipeline: ``streamhouse generate`` and the Dagster job.
+
+    ``events`` orders and clicks (half each) over yesterday, the latest complete daily partition, with
+    the ``LIVE_*`` shares of late, malformed and duplicate records, and fresh ids each call (so silver
+    keeps them all). Dimensions are not re-sent: the customers and products already on the topics
+    stay valid. ``progress(sent, total)`` is called as records go out.
+    """
+    if events < 1:
+        raise ValueError(f"events must be >= 1, got {events}")
+    started = time.monotonic()
+    start = recent_start(1, today)
+    data = generate(
+        events,
+        seed=random.SystemRandom().randrange(2**31),
+        start=start,
+        days=1,
+        late_ratio=LIVE_LATE_RATIO,
+        invalid_ratio=LIVE_INVALID_RATIO,
+        duplicate_ratio=LIVE_DUPLICATE_RATIO,
+        id_prefix=f"live-{int(time.time() * 1000):x}-",
+        include_dimensions=False,
+    )
+    total = data.count()
+    produced = produce_paced(
+        client,
+        data,
+        prefix=prefix,
+        rate=rate,
+        progress=(lambda n: progress(n, total)) if progress is not None else None,
+    )
+    # Late orders (6 h behind) may fall on the day before: the sensor then recomputes both days.
+    first_ms = min(rec.timestamp_ms for records in data.records.values() for rec in records)
+    first_day = datetime.fromtimestamp(first_ms / 1000, UTC).date()
+    return LiveBatch(produced, data.injected, first_day, start.date(), time.monotonic() - started)

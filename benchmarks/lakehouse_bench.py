@@ -76,9 +76,9 @@ def _warm_up(spark, client: KafkaClientConfig, workdir: Path) -> float:
 def run(events: int, workdir: Path, spark, client: KafkaClientConfig, bronze_only: bool = False) -> dict:
     from dagster import DagsterInstance
 
+    from assets.resources import ExistingSparkResource
     from orchestration.definitions import build_definitions
     from orchestration.pipeline import materializations, run_daily
-    from orchestration.resources import ExistingSparkResource
     from orchestration.settings import Settings
 
     prefix = f"bench{events}."
@@ -130,7 +130,7 @@ def run(events: int, workdir: Path, spark, client: KafkaClientConfig, bronze_onl
     )
     dims_s = time.perf_counter() - t1
     assert dims.success
-    from orchestration.partitions import affected_days
+    from assets.partitions import affected_days
 
     days = affected_days(dates)
     t2 = time.perf_counter()

@@ -38,9 +38,10 @@ RESULTS = Path(__file__).resolve().parent / "results" / "quality_overhead.json"
 def _definitions(settings, prefix: str, checks: bool, docs_dir: Path):
     from dagster import Definitions
 
+    from assets.resources import ExistingSparkResource
     from orchestration.definitions import ALL_ASSETS, build_definitions
     from orchestration.jobs import JOBS
-    from orchestration.resources import ExistingSparkResource, build_resources
+    from orchestration.resources import build_resources
     from quality.checks import QualityResource
 
     overrides = {
@@ -53,33 +54,38 @@ def _definitions(settings, prefix: str, checks: bool, docs_dir: Path):
     return Definitions(assets=ALL_ASSETS, jobs=JOBS, resources=build_resources(settings, **overrides))
 
 
-def _daily(defs, days: list[str]) -> tuple[float, float, int]:
-    """Wall seconds of the daily job, seconds in check steps, check evaluations."""
+def _daily(defs, days: list[str]) -> tuple[float, dict[str, float], int]:
+    """Wall seconds of the daily job, seconds per check step, check evaluations.
+
+    The Data Docs index is built once per run, in the background after the run's last check
+    (``quality.gx.schedule_index``); its time is waited for here and billed to the run.
+    """
     from dagster import DagsterInstance
 
     from orchestration.pipeline import run_daily
 
     t0 = time.perf_counter()
     results = run_daily(defs, days, DagsterInstance.ephemeral())
+    if "great_expectations" in sys.modules:
+        from quality.gx import flush_index
+
+        flush_index()
     wall = time.perf_counter() - t0
     assert all(r.success for r in results), "daily job failed"
-    check_s = sum(
-        ev.event_specific_data.duration_ms / 1000
-        for r in results
-        for ev in r.all_events
-        if ev.event_type_value == "STEP_SUCCESS" and ev.step_key.startswith("quality_")
-    )
+    steps: dict[str, float] = {}
+    for r in results:
+        for ev in r.all_events:
+            if ev.event_type_value == "STEP_SUCCESS" and ev.step_key.startswith("quality_"):
+                steps[ev.step_key] = steps.get(ev.step_key, 0.0) + ev.event_specific_data.duration_ms / 1000
     evaluations = sum(len(r.get_asset_check_evaluations()) for r in results)
-    return wall, check_s, evaluations
+    return wall, steps, evaluations
 
 
 def run(events: int, repeats: int, master: str, workdir: Path) -> dict:
     from dagster import DagsterInstance
 
+    from assets.partitions import affected_days
     from assets.spark.session import build_spark_session
-    from orchestration.definitions import build_definitions
-    from orchestration.partitions import affected_days
-    from orchestration.resources import ExistingSparkResource
     from orchestration.settings import Settings
 
     spark = build_spark_session(
@@ -104,7 +110,8 @@ def run(events: int, repeats: int, master: str, workdir: Path) -> dict:
         settings = Settings(
             broker_profile=client.profile, bootstrap_servers=client.bootstrap_servers, lake_root=base
         )
-        defs = build_definitions(settings, topic_prefix=prefix, spark=ExistingSparkResource())
+        # Without checks: Great Expectations stays unimported until the first checked run (measured).
+        defs = _definitions(settings, prefix, False, workdir / "q")
         job = defs.resolve_job_def("ingest_job")
         dims = [k for k in job.asset_layer.executable_asset_keys if k.path[0] != "bronze"]
         assert job.execute_in_process(instance=DagsterInstance.ephemeral(), asset_selection=dims).success
@@ -130,12 +137,24 @@ def run(events: int, repeats: int, master: str, workdir: Path) -> dict:
                 import great_expectations  # noqa: F401  (the one-off import, measured on its own)
 
                 gx_import_s = time.perf_counter() - t0
-            wall, check_s, evaluations = _daily(defs, days)
+            load = os.getloadavg()[0]
+            wall, steps, evaluations = _daily(defs, days)
+            check_s = sum(steps.values())
             name = "with_checks" if checks else "without_checks"
             runs[name].append(
-                {"seconds": round(wall, 2), "check_steps_s": round(check_s, 2), "evaluations": evaluations}
+                {
+                    "seconds": round(wall, 2),
+                    "check_steps_s": round(check_s, 2),
+                    "check_step_s": {k: round(v, 2) for k, v in sorted(steps.items())},
+                    "evaluations": evaluations,
+                    "load_1m": [round(load, 1), round(os.getloadavg()[0], 1)],
+                }
             )
-            print(f"[{events:,}] {name} run {i + 1}: {wall:.1f}s (check steps {check_s:.1f}s)", flush=True)
+            print(
+                f"[{events:,}] {name} run {i + 1}: {wall:.1f}s (check steps {check_s:.1f}s; "
+                f"load {load:.1f} -> {os.getloadavg()[0]:.1f})",
+                flush=True,
+            )
             shutil.rmtree(lake)
     spark.stop()
     without = statistics.median(r["seconds"] for r in runs["without_checks"])
@@ -148,6 +167,15 @@ def run(events: int, repeats: int, master: str, workdir: Path) -> dict:
         "median_without_s": round(without, 2),
         "median_with_s": round(with_, 2),
         "overhead_pct": round(100 * (with_ - without) / without, 1),
+        # The check steps against the run without checks: less exposed to the machine's load swings
+        # than the difference of two wall times taken minutes apart.
+        "check_steps_pct": round(
+            100 * statistics.median(r["check_steps_s"] for r in runs["with_checks"]) / without, 1
+        ),
+        "pair_overhead_pct": [
+            round(100 * (w["seconds"] - wo["seconds"]) / wo["seconds"], 1)
+            for wo, w in zip(runs["without_checks"], runs["with_checks"], strict=True)
+        ],
         "gx_import_s": round(gx_import_s or 0.0, 2),
     }
 
@@ -157,6 +185,7 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--results", type=Path, default=RESULTS, help="where to write the JSON record")
     args = parser.parse_args()
     os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
     with tempfile.TemporaryDirectory(prefix="quality-overhead-") as tmp:
@@ -169,10 +198,15 @@ def main() -> None:
         "first checked run, and listed apart",
         **result,
     }
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(payload, indent=2))
+    args.results.parent.mkdir(parents=True, exist_ok=True)
+    args.results.write_text(json.dumps(payload, indent=2))
     print(
-        json.dumps({k: payload[k] for k in ("events", "median_without_s", "median_with_s", "overhead_pct")})
+        json.dumps(
+            {
+                k: payload[k]
+                for k in ("events", "median_without_s", "median_with_s", "overhead_pct", "check_steps_pct")
+            }
+        )
     )
 
 

@@ -12,6 +12,7 @@ Undecodable records go to the deserialization handler (log-and-continue above).
 
 from __future__ import annotations
 
+import math
 import os
 from typing import Any
 
@@ -21,16 +22,24 @@ from edge.topology import Topology
 STORE = "revenue-by-product"
 
 
+def _is_number(value: Any) -> bool:
+    if isinstance(value, bool):  # JSON true/false: a bool is an int in Python, not a number in JSON
+        return False
+    return isinstance(value, int) or (isinstance(value, float) and math.isfinite(value))
+
+
 def is_valid_order(_key: Any, order: Any) -> bool:
+    """docs/data-contract.md's typing rule, as silver applies it: an int is a JSON number with an
+    integral value (3 and 3.0, not "3" or 3.5), a double any finite JSON number (not "5.0")."""
     if not isinstance(order, dict):
         return False
     quantity, price = order.get("quantity"), order.get("unit_price")
     return (
         isinstance(order.get("product_id"), str)
-        and isinstance(quantity, int)
-        and not isinstance(quantity, bool)
-        and quantity > 0
-        and isinstance(price, int | float)
+        and _is_number(quantity)
+        and float(quantity).is_integer()
+        and 0 < quantity <= 2**31 - 1
+        and _is_number(price)
         and price >= 0
     )
 

@@ -1,7 +1,10 @@
 """The Dagster code location of the lakehouse (``dagster dev`` / workspace.yaml load this module).
 
-Resources are built from ``Settings`` (STREAMHOUSE_* environment / streamhouse.yaml); see
-``orchestration/resources.py``.
+One lineage graph: Kafka topics → edge apps → their output topics → bronze → silver → gold, plus
+maintenance. Topics and edge apps are observed (``assets/kafka``, ``assets/edge_apps``); ingestion is
+started by the Kafka lag sensor, the daily assets follow by declarative automation, maintenance runs
+on a schedule. Resources are built from ``Settings`` (STREAMHOUSE_* environment / streamhouse.yaml);
+see ``orchestration/resources.py``.
 """
 
 from __future__ import annotations
@@ -11,14 +14,17 @@ from typing import Any
 from dagster import Definitions, ExecutorDefinition, in_process_executor, multiprocess_executor
 
 from assets.bronze.assets import BRONZE_ASSETS
+from assets.edge_apps.assets import EDGE_APP_ASSETS
 from assets.gold.assets import GOLD_ASSETS
+from assets.kafka.assets import TOPIC_ASSETS
 from assets.maintenance import lake_maintenance
+from assets.partitions import PARTITION_START
 from assets.silver.assets import DIMENSION_ASSETS, SILVER_ASSETS
 from orchestration.jobs import JOBS
 from orchestration.resources import build_resources
 from orchestration.schedules import SCHEDULES
-from orchestration.sensors import bronze_to_daily
-from orchestration.settings import Settings, load_settings
+from orchestration.sensors import SENSORS
+from orchestration.settings import Settings, SettingsError, load_settings
 from quality.checks import QUALITY_CHECKS
 
 
@@ -49,7 +55,26 @@ def _guard_pyspark_connect_import() -> None:
 
 _guard_pyspark_connect_import()
 
-ALL_ASSETS = [*BRONZE_ASSETS, *DIMENSION_ASSETS, *SILVER_ASSETS, *GOLD_ASSETS, lake_maintenance]
+ALL_ASSETS = [
+    *TOPIC_ASSETS,
+    *EDGE_APP_ASSETS,
+    *BRONZE_ASSETS,
+    *DIMENSION_ASSETS,
+    *SILVER_ASSETS,
+    *GOLD_ASSETS,
+    lake_maintenance,
+]
+
+
+def check_partitions_start(settings: Settings) -> None:
+    """The daily partitions were built when ``assets.partitions`` was imported, from the same sources
+    as the settings; settings made another way (a different environment, a Settings object) must not
+    silently disagree with the partitions the UI shows."""
+    if settings.partitions_start.isoformat() != PARTITION_START:
+        raise SettingsError(
+            f"partitions_start is {settings.partitions_start} but the daily partitions start on "
+            f"{PARTITION_START} (set STREAMHOUSE_PARTITIONS_START before the definitions are imported)"
+        )
 
 
 def executor_for(settings: Settings) -> ExecutorDefinition:
@@ -64,13 +89,14 @@ def executor_for(settings: Settings) -> ExecutorDefinition:
 
 def build_definitions(settings: Settings, **resource_overrides: Any) -> Definitions:
     """Definitions with resources from ``settings`` (overrides: bootstrap_servers, topic_prefix, spark)."""
+    check_partitions_start(settings)
     return Definitions(
         executor=executor_for(settings),
         assets=ALL_ASSETS,
         asset_checks=QUALITY_CHECKS,
         jobs=JOBS,
         schedules=SCHEDULES,
-        sensors=[bronze_to_daily],
+        sensors=SENSORS,
         resources=build_resources(settings, **resource_overrides),
     )
 

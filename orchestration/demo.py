@@ -1,36 +1,61 @@
-"""The end-to-end demo: sample events → Kafka → edge app + Dagster lakehouse → one summary.
+"""The end-to-end demo: sample events → Kafka → Dagster lakehouse + edge apps → one summary, in the UI.
 
-Steps: an embedded broker (or the configured cluster); ``run_main_job`` produces orders, customers,
-products and clicks and materializes bronze → silver → gold through Dagster; the edge app
-``examples.revenue`` runs over the same orders topic and its live revenue-per-product store is read
-over HTTP (interactive queries), beside the same figure from the gold table in DuckDB.
+The demo works on the project's own things so that ``make dagster`` afterwards shows it: the recorded
+local broker (started if none runs, and left running), unprefixed topics, the lake under ``lake_root``
+and the Dagster instance in ``dagster_home``. Its runs, materializations, checks and plots are then in
+the UI, and an ingest launched there finds the topics.
 
-Topics get a per-run prefix: the embedded broker keeps data in memory only, so a new run's topics
-restart at offset 0, and bronze (which resumes from the offsets stored in its Delta commits) must not
-mistake them for the old ones.
+Steps, each printed as it starts and ends: produce three days of sample events ending last midnight
+(so they land in the most recent daily partitions), ``ingest_job`` (Kafka → bronze, exactly once),
+``daily_job`` for the affected days (silver, quarantine, gold), the edge apps ``revenue`` and
+``sessions`` (application ids from ``assets.edge_apps``) over the same topics, a second ingest that
+picks up only the edge output, and the comparisons edge vs gold.
+
+Running it again adds a new batch: bronze resumes from the offsets in its Delta commits, the edge
+apps resume from their consumer groups. Only when the lake has read further into a topic than the
+topic holds (the embedded broker keeps data in memory, so a restarted one starts empty) do the lake and
+the topics disagree; the demo then starts over on what it owns (``reset_demo``: the lake's tables, their
+history in the Dagster instance, the edge apps' local state) and says so. On a configured cluster it
+stops with a message instead, and ``--reset`` starts over explicitly.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import shutil
 import time
 import urllib.request
 import uuid
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 from rich.console import Console
 from rich.table import Table
 
-from edge.broker import BrokerKind, local_broker
+from edge.broker import BrokerKind
+from edge.errors import StreamhouseError
 from edge.kafka import BrokerProfile, KafkaClientConfig
 from edge.kafka.admin import topic_partitions
 from orchestration.settings import Settings
 
-console = Console()
+console = Console(highlight=False)
+
+#: The lake layers the demo writes (and ``reset_demo`` removes): every table of the pipeline.
+LAYERS = ("bronze", "silver", "quarantine", "gold")
+#: Days of sample data, ending last midnight (UTC).
+DAYS = 3
+#: Shares of the deliberately bad records in the demo's batch (see the summary's explanation).
+LATE_RATIO, INVALID_RATIO, DUPLICATE_RATIO = 0.01, 0.002, 0.002
+
+
+class DemoError(StreamhouseError):
+    """The demo cannot go on as asked; the message says what to do (``--reset``, a broker, ...)."""
 
 
 @dataclass
@@ -43,35 +68,65 @@ class DemoSummary:
 
 
 @contextlib.contextmanager
-def _kafka(settings: Settings, keep_broker: bool) -> Iterator[KafkaClientConfig]:
+def step(title: str) -> Iterator[None]:
+    """Say what is starting (the long steps are silent otherwise) and how long it took."""
+    console.print(f"[cyan]…[/cyan] {title}")
+    started = time.perf_counter()
+    yield
+    console.print(f"  [dim]{title}: {time.perf_counter() - started:.1f}s[/dim]")
+
+
+@dataclass
+class KafkaUse:
+    client: KafkaClientConfig
+    #: "configured" (bootstrap_servers / a real cluster), "recorded" (the local broker, reused) or
+    #: "started" (the local broker, started now and recorded)
+    origin: str
+    kind: str = BrokerKind.TANSU.value
+
+
+@contextlib.contextmanager
+def _kafka(settings: Settings, stop_broker: bool) -> Iterator[KafkaUse]:
+    """The configured cluster, else the recorded local broker (started and recorded if none runs).
+
+    The local broker is left running (unless ``stop_broker``), recorded as ``streamhouse broker start``
+    records it, so ``make dagster`` and the CLI find the demo's topics.
+    """
     remote = settings.broker_profile is BrokerProfile.REAL and settings.broker_kind is BrokerKind.TANSU
     if remote or settings.bootstrap_servers:
-        yield settings.kafka_client()
+        yield KafkaUse(settings.kafka_client(), "configured", "configured")
         return
-    if keep_broker:
-        from edge.broker.embedded import ensure_recorded_broker
+    from edge.broker.embedded import ensure_recorded_broker, stop_recorded_broker
 
-        info, _ = ensure_recorded_broker(settings.state_dir, kind=settings.broker_kind.value)
-        yield settings.kafka_client(info.bootstrap_servers)
-        return
-    # broker_kind: tansu (default) or kafka; Apache Kafka gets a temporary data dir removed afterwards.
-    with local_broker(
-        settings.broker_kind, log_dir=settings.state_dir / "broker", state_dir=settings.state_dir
-    ) as broker:
-        yield settings.kafka_client(broker.bootstrap_servers)
+    info, started = ensure_recorded_broker(settings.state_dir, kind=settings.broker_kind.value)
+    try:
+        yield KafkaUse(
+            settings.kafka_client(info.bootstrap_servers), "started" if started else "recorded", info.kind
+        )
+    finally:
+        if stop_broker:
+            stop_recorded_broker(settings.state_dir)
+            console.print(f"stopped the local broker at {info.bootstrap_servers} (--stop-broker)")
 
 
-def count_records(client: KafkaClientConfig, topic: str) -> int:
-    """Records in ``topic``, by reading every partition to EOF (the embedded broker's watermarks lie)."""
+def read_to_end(
+    client: KafkaClientConfig, topic: str, start: dict[int, int] | None = None
+) -> tuple[int, dict[int, int]] | None:
+    """(records from ``start`` offsets to the end, next offset per partition), or None if ``topic`` is
+    missing. Reads every partition to EOF: the embedded broker's watermarks are not reliable."""
     from confluent_kafka.admin import AdminClient
 
-    partitions = topic_partitions(AdminClient(client.admin()), topic) or 0
+    partitions = topic_partitions(AdminClient(client.admin()), topic)
+    if partitions is None:
+        return None
+    start = start or {}
     consumer = Consumer(
         client.consumer(
             f"count-{uuid.uuid4().hex}", **{"enable.partition.eof": True, "enable.auto.commit": False}
         )
     )
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    consumer.assign([TopicPartition(topic, p, max(0, start.get(p, 0))) for p in range(partitions)])
+    ends = {p: max(0, start.get(p, 0)) for p in range(partitions)}
     total, at_eof, deadline = 0, set(), time.monotonic() + 120
     try:
         while len(at_eof) < partitions:
@@ -81,112 +136,186 @@ def count_records(client: KafkaClientConfig, topic: str) -> int:
                 if msg.error():
                     if msg.error().code() == KafkaError._PARTITION_EOF:
                         at_eof.add(msg.partition())
+                        ends[msg.partition()] = max(ends[msg.partition()], msg.offset())
+                        continue
+                    if msg.error().code() == KafkaError._AUTO_OFFSET_RESET:
+                        # the start offset is past the partition's end: nothing new there
+                        at_eof.add(msg.partition())
                         continue
                     raise RuntimeError(f"consume error on {topic}[{msg.partition()}]: {msg.error()}")
                 total += 1
+                ends[msg.partition()] = msg.offset() + 1
     finally:
         consumer.close()
-    return total
+    return total, ends
+
+
+def count_records(client: KafkaClientConfig, topic: str) -> int:
+    """Records in ``topic`` (0 if it does not exist)."""
+    read = read_to_end(client, topic)
+    return read[0] if read else 0
+
+
+def group_offsets(client: KafkaClientConfig, group: str, topic: str, partitions: int) -> dict[int, int]:
+    """The consumer group's committed offset per partition (partitions it never committed left out)."""
+    consumer = Consumer(client.consumer(group, **{"enable.auto.commit": False}))
+    try:
+        tps = consumer.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=30)
+    finally:
+        consumer.close()
+    return {tp.partition: tp.offset for tp in tps if tp.offset >= 0}
+
+
+def stale_topics(settings: Settings, client: KafkaClientConfig, prefix: str) -> list[str]:
+    """Topics that bronze has read further than they reach: the broker lost them (a restarted
+    memory-only broker) or they were recreated. Ingesting them again would skip or misplace records."""
+    from assets.bronze.assets import BRONZE_TOPICS
+    from assets.bronze.ingest import committed_offsets
+
+    stale: list[str] = []
+    for topic in BRONZE_TOPICS:
+        committed = committed_offsets(str(settings.lake_root / "bronze" / topic), f"{prefix}{topic}")
+        if not any(committed.values()):
+            continue
+        read = read_to_end(client, f"{prefix}{topic}")
+        if read is None:
+            stale.append(f"{prefix}{topic} (missing; bronze read {sum(committed.values()):,} records)")
+            continue
+        _, ends = read
+        behind = [p for p, offset in committed.items() if offset > ends.get(p, 0)]
+        if behind:
+            p = behind[0]
+            stale.append(
+                f"{prefix}{topic} (partition {p} ends at {ends.get(p, 0)}, bronze read to {committed[p]})"
+            )
+    return stale
+
+
+def reset_demo(settings: Settings, instance: Any, prefix: str) -> list[str]:
+    """Start over on what the demo owns: the lake's tables and plots, their materialization history in
+    the Dagster instance (runs stay, so the UI keeps the record), and the edge apps' local state."""
+    from dagster import AssetKey
+
+    from assets.edge_apps import EDGE_APPS
+
+    removed: list[str] = []
+    for name in (*LAYERS, "_plots"):
+        path = settings.lake_root / name
+        if path.exists():
+            shutil.rmtree(path)
+            removed.append(str(path))
+    keys = [k for k in instance.all_asset_keys() if isinstance(k, AssetKey) and k.path[0] in LAYERS]
+    if keys:
+        instance.wipe_assets(keys)
+        removed.append(f"the history of {len(keys)} assets in {settings.dagster_home}")
+    for app in EDGE_APPS:
+        path = settings.state_dir / "streams" / f"{prefix}{app.application_id}"
+        if path.exists():
+            shutil.rmtree(path)
+            removed.append(str(path))
+    return removed
+
+
+def _wait_caught_up(app: Any, expected: int, what: str) -> None:
+    """At least every new input processed, then no progress for 1.5 s (three commit intervals)."""
+    deadline = time.monotonic() + 180
+    last, still_since = -1, time.monotonic()
+    while time.monotonic() < deadline:
+        n = app.stats.records_processed
+        if n != last:
+            last, still_since = n, time.monotonic()
+        elif n >= expected and time.monotonic() - still_since > 1.5:
+            return
+        time.sleep(0.1)
+    raise TimeoutError(f"{what} processed {last} records; expected at least {expected}")
+
+
+def _pending(client: KafkaClientConfig, group: str, topic: str) -> int:
+    """Records of ``topic`` the group has not committed yet (what the app will read this run)."""
+    read = read_to_end(client, topic)
+    if read is None:
+        return 0
+    _, ends = read
+    committed = group_offsets(client, group, topic, len(ends))
+    again = read_to_end(client, topic, committed)
+    return again[0] if again else 0
+
+
+def _start_app(settings: Settings, client: KafkaClientConfig, topology: Any, application_id: str) -> Any:
+    from edge.runtime import StreamsApp
+
+    app = StreamsApp(
+        topology,
+        {
+            "application.id": application_id,
+            "bootstrap.servers": client.bootstrap_servers,
+            "broker.profile": client.profile.value,
+            "kafka": dict(client.extra),
+            "state.dir": str(settings.state_dir / "streams"),
+            "application.server": "127.0.0.1:0",
+            "commit.interval.ms": 500,
+            "default.deserialization.exception.handler": "continue",
+        },
+    )
+    app.start()
+    if not app.wait_until_running(90):
+        app.close(30)
+        raise RuntimeError(f"edge app {application_id} did not reach RUNNING (state {app.state.name})")
+    return app
+
+
+def _store(app: Any, store: str) -> list[dict[str, Any]]:
+    """Every entry of ``store``, through the app's interactive-query HTTP server."""
+    with urllib.request.urlopen(f"http://{app.advertised_server}/v1/stores/{store}/all?limit=10000000") as r:
+        return list(json.loads(r.read())["entries"])
 
 
 def run_edge_revenue(
-    settings: Settings,
-    client: KafkaClientConfig,
-    orders_topic: str,
-    output: str,
-    run_id: str,
-    summary: DemoSummary,
+    settings: Settings, client: KafkaClientConfig, prefix: str, summary: DemoSummary
 ) -> dict[str, float]:
-    """Run examples.revenue in-process until it has read every order; return its store via HTTP."""
-    from edge.runtime import StreamsApp
+    """The ``revenue`` edge app over the orders until caught up; its store read over HTTP."""
+    from assets.edge_apps import edge_app
+    from assets.sample_data import EDGE_REVENUE, ORDERS
     from examples.revenue import STORE, topology
 
-    expected = count_records(client, orders_topic)
-    app = StreamsApp(
-        topology(orders_topic, output),
-        {
-            "application.id": f"demo-revenue-{run_id}",
-            "bootstrap.servers": client.bootstrap_servers,
-            "broker.profile": client.profile.value,
-            "kafka": dict(client.extra),
-            "state.dir": str(settings.state_dir / "streams"),
-            "application.server": "127.0.0.1:0",
-            "commit.interval.ms": 500,
-            "default.deserialization.exception.handler": "continue",
-        },
-    )
+    application_id = f"{prefix}{edge_app('revenue').application_id}"
+    orders = f"{prefix}{ORDERS}"
+    expected = _pending(client, application_id, orders)
     started = time.perf_counter()
-    app.start()
+    app = _start_app(settings, client, topology(orders, f"{prefix}{EDGE_REVENUE}"), application_id)
     try:
-        if not app.wait_until_running(90):
-            raise RuntimeError(f"the edge app did not reach RUNNING (state {app.state.name})")
-        # Sub-topology 0 reads every order; the valid ones pass the repartition topic into sub-topology 1.
-        # Caught up = at least every order processed, then no progress for 1.5 s (three commit intervals).
-        deadline = time.monotonic() + 180
-        last, still_since = -1, time.monotonic()
-        while time.monotonic() < deadline:
-            n = app.stats.records_processed
-            if n != last:
-                last, still_since = n, time.monotonic()
-            elif n >= expected and time.monotonic() - still_since > 1.5:
-                break
-            time.sleep(0.1)
-        else:
-            raise TimeoutError(f"the edge app processed {last} records; expected at least {expected}")
-        with urllib.request.urlopen(
-            f"http://{app.advertised_server}/v1/stores/{STORE}/all?limit=1000"
-        ) as resp:
-            body = json.loads(resp.read())
-        revenue = {entry["key"]: float(entry["value"]) for entry in body["entries"]}
-        summary.add(
-            "Edge app",
-            f"examples.revenue read {expected:,} orders in {time.perf_counter() - started:.1f}s; "
-            f"store {STORE!r} holds {len(revenue)} products, queried at http://{app.advertised_server}",
-        )
-        return revenue
+        _wait_caught_up(app, expected, application_id)
+        revenue = {e["key"]: float(e["value"]) for e in _store(app, STORE)}
+        server = app.advertised_server
     finally:
         app.close(30)
+    summary.add(
+        "Edge app revenue",
+        f"examples.revenue (application.id {application_id}) read {expected:,} new orders in "
+        f"{time.perf_counter() - started:.1f}s; store {STORE!r} holds {len(revenue)} products, "
+        f"queried at http://{server}",
+    )
+    return revenue
 
 
 def run_edge_sessions(
-    settings: Settings,
-    client: KafkaClientConfig,
-    clicks_topic: str,
-    output: str,
-    run_id: str,
-    summary: DemoSummary,
-) -> tuple[set[tuple[str, int, int, int, int]], int]:
-    """Run examples.click_sessions in-process over every click; return its sessions (from the session
-    store, over HTTP) and how many final sessions it emitted (sessions whose window had closed)."""
+    settings: Settings, client: KafkaClientConfig, prefix: str, summary: DemoSummary
+) -> set[tuple[str, int, int, int, int]]:
+    """The ``sessions`` edge app over the clicks until caught up; its sessions (user, start, end,
+    clicks, pages) from the session store over HTTP."""
+    from assets.edge_apps import edge_app
+    from assets.sample_data import CLICKS
     from edge.kafka import TopicSpec, create_topics
-    from edge.runtime import StreamsApp
     from examples.click_sessions import STORE, topology
 
-    expected = count_records(client, clicks_topic)
+    application_id = f"{prefix}{edge_app('sessions').application_id}"
+    clicks, output = f"{prefix}{CLICKS}", f"{prefix}edge_click_sessions"
+    expected = _pending(client, application_id, clicks)
     create_topics(client, [TopicSpec(output, 4)])
-    app = StreamsApp(
-        topology(clicks_topic, output),
-        {
-            "application.id": f"demo-sessions-{run_id}",
-            "bootstrap.servers": client.bootstrap_servers,
-            "broker.profile": client.profile.value,
-            "kafka": dict(client.extra),
-            "state.dir": str(settings.state_dir / "streams"),
-            "application.server": "127.0.0.1:0",
-            "commit.interval.ms": 500,
-            "default.deserialization.exception.handler": "continue",
-        },
-    )
     started = time.perf_counter()
-    app.start()
+    app = _start_app(settings, client, topology(clicks, output), application_id)
     try:
-        if not app.wait_until_running(90):
-            raise RuntimeError(f"the sessions app did not reach RUNNING (state {app.state.name})")
-        _wait_caught_up(app, expected, "examples.click_sessions")
-        with urllib.request.urlopen(
-            f"http://{app.advertised_server}/v1/stores/{STORE}/all?limit=1000000"
-        ) as resp:
-            body = json.loads(resp.read())
+        _wait_caught_up(app, expected, application_id)
         sessions = {
             (
                 e["key"],
@@ -195,32 +324,18 @@ def run_edge_sessions(
                 len(e["value"]["events"]),
                 len(e["value"]["pages"]),
             )
-            for e in body["entries"]
+            for e in _store(app, STORE)
         }
     finally:
         app.close(30)
     final = count_records(client, output)
     summary.add(
-        "Edge sessions",
-        f"examples.click_sessions read {expected:,} clicks in {time.perf_counter() - started:.1f}s: "
-        f"{len(sessions):,} sessions in store {STORE!r}, {final:,} final results emitted to {output} "
-        f"(windows closed; the rest are still open at the end of the data)",
+        "Edge app sessions",
+        f"examples.click_sessions (application.id {application_id}) read {expected:,} new clicks in "
+        f"{time.perf_counter() - started:.1f}s: {len(sessions):,} sessions in store {STORE!r}, "
+        f"{final:,} final results in {output} (closed windows; the latest are still open)",
     )
-    return sessions, final
-
-
-def _wait_caught_up(app: object, expected: int, what: str) -> None:
-    """At least every input processed, then no progress for 1.5 s (three commit intervals)."""
-    deadline = time.monotonic() + 180
-    last, still_since = -1, time.monotonic()
-    while time.monotonic() < deadline:
-        n = app.stats.records_processed  # type: ignore[attr-defined]
-        if n != last:
-            last, still_since = n, time.monotonic()
-        elif n >= expected and time.monotonic() - still_since > 1.5:
-            return
-        time.sleep(0.1)
-    raise TimeoutError(f"{what} processed {last} records; expected at least {expected}")
+    return sessions
 
 
 def gold_sessions(settings: Settings) -> set[tuple[str, int, int, int, int]]:
@@ -235,37 +350,15 @@ def gold_sessions(settings: Settings) -> set[tuple[str, int, int, int, int]]:
     return {(u, int(s), int(e), int(c), int(p)) for u, s, e, c, p in rows}
 
 
-def _ingest_edge_output(
-    settings: Settings, client: KafkaClientConfig, prefix: str, spark: object, summary: DemoSummary
-) -> None:
-    """Run the ingest job again: only the edge app's new output records are new to bronze."""
-    from dagster import DagsterInstance
-
-    from assets.sample_data import EDGE_REVENUE
-    from orchestration.definitions import build_definitions
-    from orchestration.pipeline import QUIET_RUN_CONFIG, run_ingest
-
-    defs = build_definitions(
-        settings, bootstrap_servers=client.bootstrap_servers, topic_prefix=prefix, spark=spark
-    )
-    ingest = run_ingest(defs, DagsterInstance.ephemeral(), run_config=QUIET_RUN_CONFIG)
-    others = sum(n for topic, n in ingest.records.items() if topic != EDGE_REVENUE)
-    summary.add(
-        "Bronze, edge output",
-        f"{ingest.records.get(EDGE_REVENUE, 0):,} records of {prefix}{EDGE_REVENUE} → bronze/{EDGE_REVENUE} "
-        f"({others} new raw records: the rerun resumed exactly where the first stopped)",
-    )
-
-
 def gold_revenue(settings: Settings) -> dict[str, float]:
+    """Revenue per product over every window of ``gold/revenue_tumbling_5m``."""
     import duckdb
 
     from assets.delta import duckdb_relation
 
     con = duckdb.connect()
     rel = duckdb_relation(con, str(settings.lake_root / "gold" / "revenue_tumbling_5m"))
-    cols = set(rel.columns)
-    value = "revenue" if "revenue" in cols else next(c for c in rel.columns if "revenue" in c)
+    value = "revenue" if "revenue" in rel.columns else next(c for c in rel.columns if "revenue" in c)
     rows = rel.aggregate(f"product_id, sum({value}) AS revenue").fetchall()
     return {product: float(total) for product, total in rows}
 
@@ -287,59 +380,161 @@ def _quiet_spark(settings: Settings) -> object:
     return spark
 
 
+def open_instance(dagster_home: Path) -> Any:
+    """The project's Dagster instance (what ``make dagster`` opens with DAGSTER_HOME=dagster_home)."""
+    from dagster import DagsterInstance
+
+    dagster_home.mkdir(parents=True, exist_ok=True)
+    return DagsterInstance.from_config(str(dagster_home))
+
+
 def run_demo(
-    settings: Settings, *, events: int = 20_000, keep_broker: bool = False, spark: object = None
+    settings: Settings,
+    *,
+    events: int = 20_000,
+    spark: object = None,
+    topic_prefix: str = "",
+    instance: Any = None,
+    reset: bool = False,
+    stop_broker: bool = False,
+    today: date | None = None,
 ) -> DemoSummary:
+    """Run the demo; returns the summary rows (also printed). Tests pass a ``topic_prefix`` (the shared
+    broker), a tmp ``dagster_home``/lake in ``settings`` and a fixed ``today`` (deterministic dates)."""
     from assets import sample_data
-    from orchestration.pipeline import run_main_job
+    from orchestration.definitions import build_definitions
+    from orchestration.partitions import DAILY
+    from orchestration.pipeline import QUIET_RUN_CONFIG, materializations, run_daily, run_ingest
     from orchestration.resources import ExistingSparkResource
 
     summary = DemoSummary()
-    if spark is None:
-        _quiet_spark(settings)  # started here so its logging is quiet; the assets pick it up
-        spark = ExistingSparkResource()
-    run_id = uuid.uuid4().hex[:8]
-    prefix = f"demo-{run_id}."
-    with _kafka(settings, keep_broker) as client:
-        summary.add("Kafka", f"{client.profile.value} broker at {client.bootstrap_servers}, topics {prefix}*")
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", FutureWarning)
-            rows = run_main_job(
-                settings,
-                bootstrap_servers=client.bootstrap_servers,
-                events=events,
-                topic_prefix=prefix,
-                spark=spark,
+    own_instance = instance is None
+    instance = instance if instance is not None else open_instance(settings.dagster_home)
+    where = settings.dagster_home if own_instance else "the given instance"
+    try:
+        with _kafka(settings, stop_broker) as kafka:
+            client = kafka.client
+            broker = {
+                "configured": "the configured cluster",
+                "recorded": f"the recorded local {kafka.kind} broker (reused)",
+                "started": f"a local {kafka.kind} broker, started and recorded (left running)",
+            }[kafka.origin]
+            summary.add(
+                "Kafka", f"{broker} at {client.bootstrap_servers}, topics {topic_prefix or '(no prefix)'}*"
             )
-        for step, result in rows:
-            summary.add(step, result)
-        edge = run_edge_revenue(
-            settings,
-            client,
-            f"{prefix}{sample_data.ORDERS}",
-            f"{prefix}{sample_data.EDGE_REVENUE}",
-            run_id,
-            summary,
-        )
-        sessions, _ = run_edge_sessions(
-            settings,
-            client,
-            f"{prefix}{sample_data.CLICKS}",
-            f"{prefix}edge_click_sessions",
-            run_id,
-            summary,
-        )
-        _ingest_edge_output(settings, client, prefix, spark, summary)
-    gold_session_rows = gold_sessions(settings)
-    edge_clicks, gold_clicks = sum(r[3] for r in sessions), sum(r[3] for r in gold_session_rows)
+            with step("checking the lake against the topics"):
+                stale = stale_topics(settings, client, topic_prefix)
+            if stale and not reset and kafka.origin == "configured":
+                raise DemoError(
+                    f"the lake at {settings.lake_root} has read further than the topics hold: "
+                    f"{'; '.join(stale)}. The topics were recreated; run `streamhouse demo --reset` to "
+                    "rebuild the demo's tables from them"
+                )
+            if stale or reset:
+                why = (
+                    "--reset"
+                    if reset
+                    else f"the broker lost the topics the lake came from ({'; '.join(stale)})"
+                )
+                removed = reset_demo(settings, instance, topic_prefix)
+                summary.add("Reset", f"{why}: starting over; removed {', '.join(removed) or 'nothing'}")
+
+            if spark is None:
+                with step("starting Spark"):
+                    _quiet_spark(settings)  # started here so its logging is quiet; the runs pick it up
+                spark = ExistingSparkResource()
+            defs = build_definitions(
+                settings, bootstrap_servers=client.bootstrap_servers, topic_prefix=topic_prefix, spark=spark
+            )
+            start = sample_data.recent_start(DAYS, today)
+            with step(f"producing {events:,} sample events over {DAYS} days from {start.date()}"):
+                started = time.perf_counter()
+                data = sample_data.generate(
+                    events,
+                    start=start,
+                    days=DAYS,
+                    id_prefix=f"{uuid.uuid4().hex[:6]}-",
+                    late_ratio=LATE_RATIO,
+                    invalid_ratio=INVALID_RATIO,
+                    duplicate_ratio=DUPLICATE_RATIO,
+                )
+                counts = sample_data.produce(client, data, prefix=topic_prefix)
+            summary.add(
+                "Produce",
+                f"{sum(counts.values()):,} records to {', '.join(counts)} "
+                f"in {time.perf_counter() - started:.1f}s",
+            )
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", FutureWarning)
+                with step("ingest_job: Kafka → bronze (and the silver dimension tables)"):
+                    ingest = run_ingest(defs, instance, run_config=QUIET_RUN_CONFIG)
+                total = sum(ingest.records.values())
+                loop_s = sum(ingest.ingest_seconds.values())
+                summary.add(
+                    "Bronze",
+                    f"{total:,} new records, exactly once, Kafka → Delta {loop_s:.1f}s "
+                    f"({total / max(loop_s, 1e-9):,.0f}/s; run {ingest.seconds:.1f}s) "
+                    f"→ {settings.lake_root / 'bronze'}",
+                )
+                # A daily partition exists once its day is over: today's (sessions reach D+1) is not one yet.
+                days = [d for d in ingest.affected_days if DAILY.has_partition_key(d)]
+                with step(f"daily_job: silver, quarantine and gold for {len(days)} day(s)"):
+                    started = time.perf_counter()
+                    results = run_daily(defs, days, instance, run_config=QUIET_RUN_CONFIG)
+                mats: dict[str, dict[str, Any]] = {}
+                for res in results:
+                    mats.update(materializations(res))
+                summary.add(
+                    "Silver + gold",
+                    f"{len(days)} day(s) {days[0] if days else '-'}..{days[-1] if days else '-'} in "
+                    f"{time.perf_counter() - started:.1f}s ({len(results)} run(s))",
+                )
+                for key in sorted(mats):
+                    if key.startswith(("silver/", "quarantine/", "gold/")):
+                        meta = mats[key]
+                        summary.add(
+                            key, f"version {meta.get('delta_version')}, {meta.get('rows_written', 0):,} rows"
+                        )
+            with step("edge app revenue (examples.revenue) over the orders"):
+                edge = run_edge_revenue(settings, client, topic_prefix, summary)
+            with step("edge app sessions (examples.click_sessions) over the clicks"):
+                sessions = run_edge_sessions(settings, client, topic_prefix, summary)
+            with step("ingest_job again: only the edge output is new"):
+                again = run_ingest(defs, instance, run_config=QUIET_RUN_CONFIG)
+            others = sum(n for t, n in again.records.items() if t != sample_data.EDGE_REVENUE)
+            summary.add(
+                "Bronze, edge output",
+                f"{again.records.get(sample_data.EDGE_REVENUE, 0):,} records of {topic_prefix}"
+                f"{sample_data.EDGE_REVENUE} → bronze/{sample_data.EDGE_REVENUE} ({others} new raw "
+                "records: the rerun resumed exactly where the first stopped)",
+            )
+    finally:
+        if own_instance:
+            instance.dispose()
+    _compare(settings, summary, edge, sessions, data)
+    _print(summary, settings, where, kafka)
+    return summary
+
+
+def _compare(
+    settings: Settings,
+    summary: DemoSummary,
+    edge: dict[str, float],
+    sessions: set[tuple[str, int, int, int, int]],
+    data: Any,
+) -> None:
+    from assets.sample_data import CLICKS, ORDERS
+
+    gold_rows = gold_sessions(settings)
+    edge_clicks, gold_clicks = sum(r[3] for r in sessions), sum(r[3] for r in gold_rows)
     if gold_clicks != edge_clicks:
         summary.add(
             "Sessions, edge vs gold",
-            f"not compared: gold/click_sessions holds {gold_clicks:,} clicks from every demo run in "
-            f"{settings.lake_root}, the edge saw this run's {edge_clicks:,}; a fresh lake compares them",
+            f"not compared: gold/click_sessions holds {gold_clicks:,} clicks, the edge app {edge_clicks:,} "
+            "(the lake and the topics hold different data, e.g. after an ingest outside the demo)",
         )
-    elif sessions != gold_session_rows:
-        only_edge, only_gold = sorted(sessions - gold_session_rows), sorted(gold_session_rows - sessions)
+    elif sessions != gold_rows:
+        only_edge, only_gold = sorted(sessions - gold_rows), sorted(gold_rows - sessions)
         raise RuntimeError(
             f"the edge's sessions differ from gold/click_sessions: {len(only_edge)} only in the edge "
             f"(e.g. {only_edge[:3]}), {len(only_gold)} only in gold (e.g. {only_gold[:3]})"
@@ -353,16 +548,47 @@ def run_demo(
     gold = gold_revenue(settings)
     top = sorted(edge, key=edge.__getitem__, reverse=True)[:3]
     summary.add("Revenue, live (edge store)", "; ".join(f"{p} {edge[p]:,.2f}" for p in top))
+    summary.add("Revenue, gold (lake)", "; ".join(f"{p} {gold.get(p, 0.0):,.2f}" for p in top))
+    orders, clicks = data.injected.get(ORDERS, {}), data.injected.get(CLICKS, {})
     summary.add(
-        "Revenue, gold (every run in this lake)", "; ".join(f"{p} {gold.get(p, 0.0):,.2f}" for p in top)
+        "Bad records (on purpose)",
+        f"{orders.get('invalid', 0)} orders and {clicks.get('invalid', 0)} clicks malformed, "
+        f"{orders.get('duplicate', 0) + clicks.get('duplicate', 0)} duplicated, "
+        f"{orders.get('late', 0)} orders late",
     )
+
+
+def _print(summary: DemoSummary, settings: Settings, where: object, kafka: KafkaUse) -> None:
     table = Table(title="Streamhouse demo")
     table.add_column("step")
     table.add_column("result")
-    for step, result in summary.rows:
-        table.add_row(step, result)
+    for name, result in summary.rows:
+        table.add_row(name, result)
     console.print(table)
     console.print(
-        f"Delta tables under {settings.lake_root}; open the Dagster UI with `make dagster` to see the assets."
+        "[bold]Revenue, edge vs gold.[/bold] The edge app sums quantity * unit_price of every order it reads "
+        "that passes its own filter (a product, a positive int quantity, a non-negative price), live, as "
+        "records arrive: producer-retry duplicates count twice and an order missing its customer counts. "
+        "Gold sums silver's orders in 5-minute windows: deduplicated by order_id, every malformed order "
+        "quarantined, late orders placed in their own day. The two differ by those few records "
+        "(well under 1%)."
     )
-    return summary
+    console.print(
+        "[bold]Malformed records.[/bold] The sample data mixes in broken JSON, orders and clicks missing "
+        "their customer/user, quantities of 'many' or -1, negative prices and unparseable event times, plus "
+        "exact duplicates and orders 6 h late. Silver sends each malformed record to quarantine/<topic> "
+        "with the reason (see the checks in the UI), drops the duplicates, and late orders re-open their day."
+    )
+    servers = kafka.client.bootstrap_servers
+    broker = (
+        f"The local broker keeps running at {servers} (stop it with `streamhouse broker stop`; the embedded "
+        "one forgets its topics, and the next demo then starts the lake over)."
+        if kafka.origin != "configured"
+        else f"Kafka: {servers}."
+    )
+    console.print(
+        f"[bold]See it in the Dagster UI:[/bold] `make dagster`, then open http://127.0.0.1:3000 "
+        f"(Runs: this demo's runs; Lineage: topics → edge apps → bronze → silver → gold, with checks and "
+        f"plots). Instance {where}, tables under {settings.lake_root}. {broker} More events: "
+        "`streamhouse generate --events 1000 --rate 50`."
+    )

@@ -1,49 +1,296 @@
-"""Bronze → daily: when bronze receives events, recompute exactly the affected days.
+"""Sensors: Kafka lag starts ingestion; declarative automation carries bronze's days downstream.
 
-The sensor reads the ``event_dates`` each bronze materialization recorded, derives the affected
-daily partitions (late events included) and requests one ``daily_job`` run per contiguous range.
+``kafka_lag_sensor`` compares each ingested topic's end offsets with the offsets it saw when it last
+requested an ingest run (its cursor) and requests ``ingest_job`` when new records wait: at once when
+at least ``min_records`` wait, else once the first of them has waited ``max_wait_s``; never while an
+ingest (``ingest_job`` or a bronze materialization) is queued or running. It asks the broker for
+watermarks only (on the embedded broker also the last record batch of each partition, whose reported
+end is off; no consumer group is joined), so it is cheap enough to be on by default; when it requests
+a run it also records an observation of each topic's offsets, so the topic assets stay current
+without a run of their own.
+
+``edge_apps_observer`` records an observation of each edge app (topology, stores, /metrics) when it
+starts, stops or makes progress, so the ``edge/<app>`` nodes show what runs without a run of their own.
+
+``daily_automation`` evaluates the silver and gold assets' ``AutomationCondition``
+(``assets.automation``: the days bronze's new events touched) in the code location, since the
+condition is Python of ours; it replaced the ``bronze_to_daily`` multi-asset sensor.
 """
 
-from __future__ import annotations
+import hashlib
+import json
+import time
+import warnings
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 from dagster import (
+    AssetKey,
+    AssetObservation,
+    AssetSelection,
+    AutomationConditionSensorDefinition,
+    BetaWarning,
+    DagsterRunStatus,
     DefaultSensorStatus,
-    MultiAssetSensorEvaluationContext,
     RunRequest,
-    multi_asset_sensor,
+    RunsFilter,
+    SensorDefinition,
+    SensorEvaluationContext,
+    SensorResult,
+    SkipReason,
+    sensor,
 )
 
 from assets.bronze.assets import BRONZE_TOPICS, bronze_key
-from orchestration.jobs import daily_job
-from orchestration.partitions import affected_days, contiguous_ranges
+from assets.edge_apps.assets import live_metadata, static_metadata, topology_version
+from assets.edge_apps.metrics import LiveMetrics
+from assets.edge_apps.metrics import fetch as fetch_metrics
+from assets.edge_apps.registry import EDGE_APPS, EdgeApp
+from assets.kafka.assets import topic_data_version, topic_metadata
+from assets.kafka.keys import edge_app_key, topic_key
+from assets.kafka.offsets import TopicOffsets, topic_offsets
+from assets.resources import KafkaResource
+from orchestration.jobs import ingest_job
 
 RANGE_START_TAG = "dagster/asset_partition_range_start"
 RANGE_END_TAG = "dagster/asset_partition_range_end"
+#: Tag of a lag sensor's run: how many records waited when it was requested.
+PENDING_TAG = "streamhouse/pending_records"
+
+#: Run as soon as this many records wait (1: every new record starts ingestion on the next tick).
+DEFAULT_MIN_RECORDS = 1
+#: Fewer records than ``min_records`` still get ingested once the first of them waited this long.
+DEFAULT_MAX_WAIT_S = 300.0
+LAG_SENSOR = "kafka_lag_sensor"
+#: Run states in which an ingest run still has to read its offsets (or is reading them).
+UNFINISHED = [
+    DagsterRunStatus.NOT_STARTED,
+    DagsterRunStatus.QUEUED,
+    DagsterRunStatus.STARTING,
+    DagsterRunStatus.STARTED,
+]
+AUTOMATION_SENSOR = "daily_automation"
+EDGE_OBSERVER = "edge_apps_observer"
 
 
 def range_tags(start: str, end: str) -> dict[str, str]:
+    """Tags of one run over a range of daily partitions (``orchestration.pipeline.run_daily``)."""
     return {RANGE_START_TAG: start, RANGE_END_TAG: end}
 
 
-@multi_asset_sensor(
-    monitored_assets=[bronze_key(t) for t in BRONZE_TOPICS],
-    job=daily_job,
-    name="bronze_to_daily",
-    minimum_interval_seconds=60,
-    default_status=DefaultSensorStatus.STOPPED,
-)
-def bronze_to_daily(context: MultiAssetSensorEvaluationContext):
-    dates: dict[str, set[str]] = {}
-    cursor_ids: list[int] = []
-    for key in context.asset_keys:
-        records = context.materialization_records_for_key(asset_key=key, limit=1000)
-        for record in records:
-            mat = record.event_log_entry.asset_materialization
-            entry = mat.metadata.get("event_dates") if mat is not None else None
-            if entry is not None:
-                dates.setdefault(key.path[-1], set()).update(entry.value)
-            cursor_ids.append(record.storage_id)
-        if records:
-            context.advance_cursor({key: records[-1]})
-    for start, end in contiguous_ranges(affected_days({k: sorted(v) for k, v in dates.items()})):
-        yield RunRequest(run_key=f"{start}:{end}:{max(cursor_ids, default=0)}", tags=range_tags(start, end))
+@dataclass
+class LagCursor:
+    """What the lag sensor remembers between ticks (serialized as JSON in the sensor's cursor)."""
+
+    #: physical topic -> partition -> end offset seen when the last run was requested
+    seen: dict[str, dict[int, int]] = field(default_factory=dict)
+    #: when records below ``min_records`` were first found waiting (epoch seconds), else None
+    pending_since: float | None = None
+
+    @classmethod
+    def parse(cls, raw: str | None) -> "LagCursor":
+        if not raw:
+            return cls()
+        data = json.loads(raw)
+        seen = {t: {int(p): int(o) for p, o in parts.items()} for t, parts in data.get("seen", {}).items()}
+        return cls(seen, data.get("pending_since"))
+
+    def dump(self) -> str:
+        seen = {t: {str(p): o for p, o in sorted(parts.items())} for t, parts in sorted(self.seen.items())}
+        return json.dumps({"seen": seen, "pending_since": self.pending_since}, sort_keys=True)
+
+
+def new_records(seen: Mapping[int, int], end: Mapping[int, int]) -> int:
+    """Records appended since ``seen``. A partition whose end went back was recreated (the embedded
+    broker keeps topics in memory): all of it is new."""
+    total = 0
+    for p, e in end.items():
+        before = seen.get(p, 0)
+        total += e if e < before else e - before
+    return total
+
+
+@dataclass
+class LagDecision:
+    run: bool
+    pending: int
+    reason: str
+    cursor: LagCursor
+
+
+def decide(
+    cursor: LagCursor,
+    offsets: Mapping[str, TopicOffsets],
+    *,
+    now: float,
+    min_records: int,
+    max_wait_s: float,
+) -> LagDecision:
+    """Whether to request ingestion now, and the cursor to keep (pure: the sensor's whole policy)."""
+    existing = {t: o for t, o in offsets.items() if o.exists}
+    pending = sum(new_records(cursor.seen.get(t, {}), o.end) for t, o in existing.items())
+    current = {**cursor.seen, **{t: dict(o.end) for t, o in existing.items()}}
+    if pending == 0:
+        missing = sorted(t for t, o in offsets.items() if not o.exists)
+        gone = f"; not on the broker yet: {', '.join(missing)}" if missing else ""
+        return LagDecision(
+            False, 0, f"no new records in {len(existing)} topic(s) since the last run request{gone}", cursor
+        )
+    if pending >= min_records:
+        return LagDecision(True, pending, f"{pending} new record(s) wait", LagCursor(current, None))
+    since = cursor.pending_since if cursor.pending_since is not None else now
+    waited = now - since
+    if waited >= max_wait_s:
+        reason = f"{pending} new record(s) waited {waited:.0f}s (max wait {max_wait_s:.0f}s)"
+        return LagDecision(True, pending, reason, LagCursor(current, None))
+    reason = (
+        f"{pending} new record(s) wait, fewer than min_records={min_records}; ingesting at the latest "
+        f"in {max_wait_s - waited:.0f}s"
+    )
+    return LagDecision(False, pending, reason, LagCursor(cursor.seen, since))
+
+
+def ingest_in_progress(context: SensorEvaluationContext, bronze: set[AssetKey]) -> str | None:
+    """The id of a queued or running run that ingests (``ingest_job``, or a materialization of a
+    bronze asset launched from the UI), if any: a second ingest would race it for the same offsets
+    (bronze stays exactly once, so one of the two would fail its commit or find nothing to do)."""
+    for record in context.instance.get_run_records(filters=RunsFilter(statuses=UNFINISHED), limit=50):
+        run = record.dagster_run
+        if run.job_name == ingest_job.name or (run.asset_selection or set()) & bronze:
+            return run.run_id
+    return None
+
+
+def build_kafka_lag_sensor(
+    topics: Iterable[str] = BRONZE_TOPICS,
+    *,
+    name: str = LAG_SENSOR,
+    min_records: int = DEFAULT_MIN_RECORDS,
+    max_wait_s: float = DEFAULT_MAX_WAIT_S,
+    minimum_interval_seconds: int = 30,
+    default_status: DefaultSensorStatus = DefaultSensorStatus.RUNNING,
+) -> SensorDefinition:
+    """The lag sensor over ``topics`` (logical names; ``KafkaResource.topic_prefix`` applies)."""
+    logical = list(topics)
+    bronze = {bronze_key(t) for t in logical}
+
+    @sensor(
+        name=name,
+        job=ingest_job,
+        minimum_interval_seconds=minimum_interval_seconds,
+        default_status=default_status,
+        description=(
+            f"Requests ingest_job when new records wait in {', '.join(logical)} (at least {min_records}, "
+            f"or any once {max_wait_s:.0f}s passed); the cursor holds the end offsets seen."
+        ),
+    )
+    def _lag(context: SensorEvaluationContext, kafka: KafkaResource) -> SensorResult | SkipReason:
+        busy = ingest_in_progress(context, bronze)
+        if busy:
+            # Records arriving meanwhile stay counted: the cursor only moves when a run is requested.
+            return SkipReason(f"an ingest run ({busy}) is still in progress")
+        physical = {kafka.topic(t): t for t in logical}
+        try:
+            offsets = topic_offsets(kafka.client(), physical, timeout_s=5.0)
+        except Exception as exc:  # an unreachable broker is a reason to skip, not a failed tick
+            return SkipReason(f"Kafka not reachable: {exc}")
+        decision = decide(
+            LagCursor.parse(context.cursor),
+            offsets,
+            now=time.time(),
+            min_records=min_records,
+            max_wait_s=max_wait_s,
+        )
+        cursor = decision.cursor.dump()
+        if not decision.run:
+            return SensorResult(skip_reason=decision.reason, cursor=cursor)
+        run_key = hashlib.sha256(cursor.encode()).hexdigest()[:20]
+        context.log.info(f"requesting ingest_job: {decision.reason}")
+        observations = [
+            AssetObservation(
+                asset_key=topic_key(physical[t]),
+                metadata=topic_metadata(o),  # type: ignore[arg-type]
+                tags={"dagster/data_version": topic_data_version(o).value},
+            )
+            for t, o in offsets.items()
+        ]
+        return SensorResult(
+            run_requests=[RunRequest(run_key=run_key, tags={PENDING_TAG: str(decision.pending)})],
+            cursor=cursor,
+            asset_events=observations,
+        )
+
+    return _lag
+
+
+kafka_lag_sensor = build_kafka_lag_sensor()
+
+with warnings.catch_warnings():  # `use_user_code_server` is beta in Dagster 1.13; our condition needs it
+    warnings.simplefilter("ignore", BetaWarning)
+    daily_automation = AutomationConditionSensorDefinition(
+        AUTOMATION_SENSOR,
+        target=AssetSelection.groups("silver", "gold"),
+        use_user_code_server=True,
+        minimum_interval_seconds=30,
+        default_status=DefaultSensorStatus.RUNNING,
+        description="Silver events and gold follow the days bronze's new events touched (assets.automation).",
+    )
+
+
+def edge_app_summary(live: LiveMetrics) -> str:
+    """What has to change for the edge observer to record a new observation of an app."""
+    if not live.reachable:
+        return "down"
+    processed = int(live.totals.get("records_processed_total", 0))
+    return f"{','.join(sorted(set(live.states)))}:{processed}"
+
+
+def build_edge_observer_sensor(
+    apps: Iterable[EdgeApp] = EDGE_APPS,
+    *,
+    name: str = EDGE_OBSERVER,
+    minimum_interval_seconds: int = 120,
+    default_status: DefaultSensorStatus = DefaultSensorStatus.RUNNING,
+) -> SensorDefinition:
+    """Observes each edge app (topology, stores, guarantee, /metrics) when its state changed.
+
+    The apps run outside Dagster, so without this the ``edge/<app>`` nodes would stay unobserved until
+    someone ran ``observe_job``. One HTTP request per app and tick (refused at once when an app is not
+    running); an observation is recorded only on the first tick and when an app started, stopped or
+    processed records since the last one, so the event log does not grow with idle ticks.
+    """
+    registered = list(apps)
+
+    @sensor(
+        name=name,
+        minimum_interval_seconds=minimum_interval_seconds,
+        default_status=default_status,
+        description="Records an observation of each edge app when it starts, stops or makes progress.",
+    )
+    def _observe(context: SensorEvaluationContext) -> SensorResult:
+        last: dict[str, str] = json.loads(context.cursor) if context.cursor else {}
+        current: dict[str, str] = {}
+        events = []
+        for app in registered:
+            live = fetch_metrics(app.server)
+            current[app.application_id] = edge_app_summary(live)
+            if last.get(app.application_id) != current[app.application_id]:
+                events.append(
+                    AssetObservation(
+                        asset_key=edge_app_key(app.application_id),
+                        metadata={**static_metadata(app), **live_metadata(live)},  # type: ignore[arg-type]
+                        tags={"dagster/data_version": topology_version(app).value},
+                    )
+                )
+        cursor = json.dumps(current, sort_keys=True)
+        if not events:
+            return SensorResult(skip_reason="no edge app started, stopped or made progress", cursor=cursor)
+        return SensorResult(asset_events=events, cursor=cursor)
+
+    return _observe
+
+
+edge_observer = build_edge_observer_sensor()
+
+SENSORS: list[Any] = [kafka_lag_sensor, daily_automation, edge_observer]

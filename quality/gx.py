@@ -13,8 +13,10 @@ a handful of aggregate queries instead.
 
 from __future__ import annotations
 
+import atexit
 import os
 import threading
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,7 +36,24 @@ def _import_gx() -> Any:
     os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
     import great_expectations as gx
 
+    _quiet_gx()
     return gx
+
+
+def _quiet_gx() -> None:
+    """Keep GX's console chatter out of run logs and the demo's output (hundreds of lines a run).
+
+    Reconciliation queries name their tables instead of GX's ``{batch}`` (the engine, not GX, runs
+    them), and GX *prints* a warning for every such query it parses; shadowing ``print`` in that one
+    module silences it for every thread, and GX still logs the same text at INFO. The site builder
+    warns for each old validation whose result file is gone (a reset lake) while it skips it anyway.
+    """
+    import logging
+
+    from great_expectations.expectations.core import unexpected_rows_expectation
+
+    unexpected_rows_expectation.print = lambda *args, **kwargs: None  # type: ignore[attr-defined]
+    logging.getLogger("great_expectations.render.renderer.site_builder").setLevel(logging.ERROR)
 
 
 def gx_suite(suite: Suite) -> Any:
@@ -114,8 +133,20 @@ def _context(docs_dir: Path) -> Any:
         return ctx
 
 
-def data_docs(suite: Suite, batch: Batch, outcomes: list[Outcome], docs_dir: Path, run_name: str) -> Path:
-    """Store the validation in the GX project and render its Data Docs page; returns the page's path."""
+def data_docs(
+    suite: Suite,
+    batch: Batch,
+    outcomes: list[Outcome],
+    docs_dir: Path,
+    run_name: str,
+    *,
+    build_index: bool = True,
+) -> Path:
+    """Store the validation in the GX project and render its Data Docs page; returns the page's path.
+
+    ``build_index=False`` renders only the validation's and the suite's pages: the index lists every
+    validation ever stored, so rebuilding it costs more with each run (``build_index`` does it once).
+    """
     from great_expectations.data_context.types.resource_identifiers import (
         ExpectationSuiteIdentifier,
         ValidationResultIdentifier,
@@ -131,7 +162,75 @@ def data_docs(suite: Suite, batch: Batch, outcomes: list[Outcome], docs_dir: Pat
             expectation_suite_identifier=suite_id, run_id=result.meta["run_id"], batch_identifier=batch.label
         )
         ctx.validation_results_store.set(ident, result)
-        ctx.build_data_docs(resource_identifiers=[ident, suite_id])
+        ctx.build_data_docs(resource_identifiers=[ident, suite_id], build_index=build_index)
         sites = ctx.get_docs_sites_urls(resource_identifier=ident)
     url = sites[0]["site_url"]
     return Path(url.removeprefix("file://"))
+
+
+def build_index(docs_dir: Path) -> Path:
+    """Render the Data Docs index page (every stored validation); returns its path."""
+    ctx = _context(docs_dir)
+    with _LOCK:
+        ctx.build_data_docs(resource_identifiers=[], build_index=True)
+    return index_path(docs_dir)
+
+
+#: A scheduled index build waits this long after the last validation asked for it (the checks of one
+#: run come in a burst: one build covers them all).
+INDEX_QUIET_S = 1.0
+_STALE: dict[Path, float] = {}
+_STALE_LOCK = threading.Condition()
+_BUILDER: list[threading.Thread] = []
+
+
+def schedule_index(docs_dir: Path) -> None:
+    """Rebuild the index soon, once for a burst of validations, off the caller's thread.
+
+    The asset checks of a run call this after rendering their own pages: the index (0.5 s at a few
+    dozen stored validations, more with every run) is then built once per run instead of once per
+    check. A missing index is built at once; ``flush_index`` (also run at exit) waits for the rest.
+    """
+    docs_dir = docs_dir.resolve()
+    if not index_path(docs_dir).is_file():
+        build_index(docs_dir)
+        return
+    with _STALE_LOCK:
+        _STALE[docs_dir] = time.monotonic()
+        if not _BUILDER or not _BUILDER[0].is_alive():
+            _BUILDER[:] = [threading.Thread(target=_build_stale, name="gx-data-docs-index", daemon=True)]
+            _BUILDER[0].start()
+        _STALE_LOCK.notify_all()
+
+
+def _build_stale() -> None:
+    while True:
+        with _STALE_LOCK:
+            if not _STALE:
+                _STALE_LOCK.notify_all()
+                return
+            docs_dir, marked = min(_STALE.items(), key=lambda kv: kv[1])
+            wait = marked + INDEX_QUIET_S - time.monotonic()
+            if wait > 0:
+                _STALE_LOCK.wait(wait)
+                continue
+            del _STALE[docs_dir]
+        build_index(docs_dir)
+
+
+def flush_index(timeout: float = 60.0) -> None:
+    """Build every scheduled index now and wait for it (tests, and the end of the process)."""
+    with _STALE_LOCK:
+        for key in _STALE:
+            _STALE[key] = 0.0
+        _STALE_LOCK.notify_all()
+        thread = _BUILDER[0] if _BUILDER else None
+    if thread is not None:
+        thread.join(timeout)
+
+
+atexit.register(flush_index)
+
+
+def index_path(docs_dir: Path) -> Path:
+    return docs_dir / "gx" / "uncommitted" / "data_docs" / "local_site" / "index.html"

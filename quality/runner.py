@@ -11,7 +11,7 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
-from quality.engine import SAMPLE_ROWS, Batch, Outcome, measure
+from quality.engine import ARROW_MAX_ROWS, SAMPLE_ROWS, Batch, Outcome, measure
 from quality.suites import FAIL, Suite
 
 
@@ -22,6 +22,9 @@ class SuiteRun:
     outcomes: list[Outcome]
     docs: Path | None
     seconds: float = 0.0
+    #: of ``seconds``: measuring (queries) and Data Docs (GX results and rendering)
+    measure_seconds: float = 0.0
+    docs_seconds: float = 0.0
 
     @property
     def errors(self) -> list[Outcome]:
@@ -51,12 +54,28 @@ def run_suite(
     docs_dir: Path | None = None,
     run_name: str = "manual",
     sample_rows: int = SAMPLE_ROWS,
+    arrow_max_rows: int = ARROW_MAX_ROWS,
+    build_index: bool = True,
 ) -> SuiteRun:
+    """Measure ``suite`` and render its Data Docs page (with the index unless ``build_index=False``:
+    callers validating many suites build the index once, ``quality.gx.build_index``)."""
     import time
 
-    from quality.gx import data_docs
-
     started = time.perf_counter()
-    batch, outcomes = measure(suite, lake_root, days=days, spark=spark, as_of=as_of, sample_rows=sample_rows)
-    docs = data_docs(suite, batch, outcomes, docs_dir, run_name) if docs_dir is not None else None
-    return SuiteRun(suite, batch, outcomes, docs, time.perf_counter() - started)
+    batch, outcomes = measure(
+        suite,
+        lake_root,
+        days=days,
+        spark=spark,
+        as_of=as_of,
+        sample_rows=sample_rows,
+        arrow_max_rows=arrow_max_rows,
+    )
+    measured = time.perf_counter()
+    docs = None
+    if docs_dir is not None:
+        from quality.gx import data_docs
+
+        docs = data_docs(suite, batch, outcomes, docs_dir, run_name, build_index=build_index)
+    done = time.perf_counter()
+    return SuiteRun(suite, batch, outcomes, docs, done - started, measured - started, done - measured)

@@ -5,7 +5,8 @@ A suite lists expectations, each with an action (``warn``, ``drop``, ``fail``; s
 suite becomes a GX ``ExpectationSuite`` and every result a GX ``ExpectationValidationResult`` rendered
 in Data Docs. Kinds of expectation and how they are measured (``quality.engine``):
 
-* ``row``: a SQL predicate true for a failing row, counted over the batch in one aggregate query
+* ``row``: a SQL predicate true for a failing row (``{c:<column>}`` quotes a column for the engine),
+  counted over the batch in one aggregate query
   (not-null, ranges, value sets, referential integrity via the as-of join's result, ...);
 * ``dropped``: a silver ``drop`` expectation: its failing rows were sent to quarantine while writing, so
   it is measured on ``quarantine/<topic>`` (rows whose ``failed_expectations`` name it);
@@ -13,7 +14,9 @@ in Data Docs. Kinds of expectation and how they are measured (``quality.engine``
 * ``type``: the column's type in the Delta schema;
 * ``freshness``: the newest value of a time column is at most ``max_age`` older than the reference time;
 * ``rows``: a SQL query returning the unexpected rows (reconciliation with the layer below, missing
-  windows); ``{t}`` is the batch, ``{<alias>}`` an input table restricted to the same days.
+  windows); ``{t}`` is the batch, ``{<alias>}`` an input table restricted to the same days (widened by
+  its ``before``/``after``), ``{days}`` a relation of the batch's days (column ``day``). Gold suites
+  run in DuckDB, so their queries are DuckDB SQL.
 
 Row-level rules of silver come from ``assets.silver.expectations`` (silver enforces them while
 writing); ``quality/`` imports ``assets/``, never the other way round.
@@ -30,6 +33,7 @@ from assets.sample_data import (
     CLICKS,
     CUSTOMERS,
     EDGE_OUTPUT_TOPICS,
+    EDGE_REVENUE_5M,
     ORDERS,
     PAYLOAD_SCHEMAS,
     PRODUCTS,
@@ -54,6 +58,8 @@ TUMBLING = "revenue_tumbling_5m"
 HOPPING = "revenue_hopping_10m"
 SESSIONS = "click_sessions"
 ENRICHED = "orders_enriched"
+#: The edge's closed 5-minute windows (``examples.revenue_windows``), as bronze ingests them.
+EDGE_WINDOWS = f"bronze.{EDGE_REVENUE_5M}"
 
 
 class UnknownTableError(StreamhouseError):
@@ -82,10 +88,15 @@ class Expectation:
 
 @dataclass(frozen=True)
 class Input:
-    """Another table a ``rows`` expectation reads, restricted to the batch's days on ``partition``."""
+    """Another table a ``rows`` expectation reads, restricted to the batch's days on ``partition``
+    (widened by ``before``/``after`` days, for windows and sessions that cross midnight)."""
 
     table: str
     partition: str | None
+    before: int = 0
+    after: int = 0
+    #: a missing optional table (an edge app not deployed) skips its expectations instead of failing
+    optional: bool = False
 
 
 @dataclass(frozen=True)
@@ -138,7 +149,7 @@ def not_null(column: str, action: str = FAIL) -> Expectation:
         "expect_column_values_to_not_be_null",
         {"column": column},
         f"{column} is never null",
-        sql=f"{column} IS NULL",
+        sql=f"{{c:{column}}} IS NULL",  # quoted per engine: bronze has a column named offset
     )
 
 
@@ -296,6 +307,88 @@ WHERE g.n IS DISTINCT FROM s.n
 """
 
 
+#: Each order is in the 10 hopping windows starting in its minute and the 9 before; of those, the ones
+#: starting on day D (minutes a .. a + 1439) number least(m, a + 1439) - greatest(m - 9, a) + 1 for an
+#: order in minute m in a .. a + 1448: 10 inside the day, fewer in its first 9 minutes, and the first
+#: 9 minutes of D + 1 still count (windows starting 23:51 .. 23:59 reach into them).
+_HOPPING_RECONCILE = """
+WITH g AS (SELECT window_date AS day, sum(orders) AS orders, sum(revenue) AS revenue, count(*) AS windows
+           FROM {t} GROUP BY 1),
+     o AS (SELECT CAST(floor(epoch_ms(event_time) / 60000) AS BIGINT) AS m, quantity * unit_price AS amount
+           FROM {silver_orders}),
+     r AS (SELECT day, CAST(epoch_ms(CAST(day AS TIMESTAMP)) // 60000 AS BIGINT) AS a FROM {days}),
+     w AS (SELECT r.day, least(o.m, r.a + 1439) - greatest(o.m - 9, r.a) + 1 AS k, o.amount
+           FROM r JOIN o ON o.m BETWEEN r.a AND r.a + 1448),
+     s AS (SELECT day, sum(k) AS orders, sum(k * amount) AS revenue FROM w GROUP BY 1)
+SELECT r.day, g.orders AS gold_order_windows, s.orders AS silver_order_windows,
+       round(g.revenue, 2) AS gold_revenue, round(s.revenue, 2) AS silver_revenue
+FROM r LEFT JOIN g ON g.day = r.day LEFT JOIN s ON s.day = r.day
+WHERE coalesce(g.orders, 0) <> coalesce(s.orders, 0)
+   OR abs(coalesce(g.revenue, 0) - coalesce(s.revenue, 0)) > 0.005 * coalesce(g.windows, 0) + 0.01
+ORDER BY 1
+"""
+
+#: Sessions recomputed from silver/clicks (the day before and after included) by the gap rule alone: a
+#: click starts a session when its user's previous click is more than 30 minutes earlier or absent; a
+#: click belongs to the session of the latest start at or before it. Each gold session must be one of
+#: them (same user, start, end and clicks) and each of them a gold session; mismatches are counted per
+#: day of the session start.
+_SESSIONS_RECONCILE = """
+WITH c AS (SELECT user_id, event_id, event_time,
+                  coalesce(epoch_ms(event_time) - epoch_ms(lag(event_time) OVER (
+                      PARTITION BY user_id ORDER BY event_time, event_id)) > 1800000, true) AS is_start
+           FROM {silver_clicks}),
+     k AS (SELECT user_id, event_time,
+                  max(CASE WHEN is_start THEN event_time END) OVER (
+                      PARTITION BY user_id ORDER BY event_time, event_id
+                      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS started
+           FROM c),
+     s AS (SELECT user_id, started AS session_start, max(event_time) AS session_end, count(*) AS clicks
+           FROM k GROUP BY 1, 2),
+     j AS (SELECT CAST(coalesce(g.session_start, s.session_start) AS DATE) AS day,
+                  g.clicks AS gold_clicks, s.clicks AS silver_clicks,
+                  coalesce(g.session_end = s.session_end, false) AS same_end
+           FROM {t} g FULL OUTER JOIN s ON g.user_id = s.user_id AND g.session_start = s.session_start)
+SELECT d.day, count(j.gold_clicks) AS gold_sessions, count(j.silver_clicks) AS silver_sessions,
+       sum(j.gold_clicks) AS gold_clicks, sum(j.silver_clicks) AS silver_clicks,
+       count_if(j.gold_clicks IS DISTINCT FROM j.silver_clicks OR NOT j.same_end) AS sessions_differing
+FROM {days} d JOIN j ON j.day = d.day
+GROUP BY d.day HAVING count_if(j.gold_clicks IS DISTINCT FROM j.silver_clicks OR NOT j.same_end) > 0
+ORDER BY 1
+"""
+
+#: The edge's windows as bronze holds them (the last copy of a window wins: an at-least-once restart may
+#: emit it again), and per product the start of the last window it emitted: every window of that
+#: product up to it has closed at the edge (one task owns a product, and closes its windows in time
+#: order), later ones may still be open and are not compared.
+_EDGE_RECONCILE = """
+WITH raw AS (SELECT decode(value) AS v, "partition" AS p, "offset" AS o FROM {edge}),
+     parsed AS (SELECT json_extract_string(v, '$.product_id') AS product_id,
+                       CAST(json_extract(v, '$.window_start') AS BIGINT) AS ws,
+                       CAST(json_extract(v, '$.orders') AS BIGINT) AS orders,
+                       CAST(json_extract(v, '$.units') AS BIGINT) AS units,
+                       CAST(json_extract(v, '$.revenue') AS DOUBLE) AS revenue, p, o FROM raw),
+     latest AS (SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY product_id, ws
+                                                            ORDER BY p DESC, o DESC) AS rn
+                               FROM parsed) x WHERE rn = 1),
+     h AS (SELECT product_id, max(ws) AS last_closed FROM latest GROUP BY 1),
+     e AS (SELECT l.* FROM latest l JOIN {days} d
+             ON l.ws >= epoch_ms(CAST(d.day AS TIMESTAMP))
+            AND l.ws < epoch_ms(CAST(d.day AS TIMESTAMP)) + 86400000),
+     g AS (SELECT product_id, epoch_ms(window_start) AS ws, orders, units, revenue FROM {t})
+SELECT coalesce(g.product_id, e.product_id) AS product_id,
+       make_timestamp(coalesce(g.ws, e.ws) * 1000) AS window_start,
+       g.orders AS gold_orders, e.orders AS edge_orders, g.units AS gold_units, e.units AS edge_units,
+       g.revenue AS gold_revenue, e.revenue AS edge_revenue
+FROM g FULL OUTER JOIN e ON g.product_id = e.product_id AND g.ws = e.ws
+JOIN h ON h.product_id = coalesce(g.product_id, e.product_id)
+WHERE coalesce(g.ws, e.ws) <= h.last_closed
+  AND (g.orders IS DISTINCT FROM e.orders OR g.units IS DISTINCT FROM e.units
+       OR abs(coalesce(g.revenue, 0) - coalesce(e.revenue, 0)) > 0.0101)
+ORDER BY 1, 2
+"""
+
+
 def _missing_windows(date_col: str, minutes: int) -> str:
     return f"""
 WITH d AS (SELECT {date_col} AS day, min(window_start) AS first_window, max(window_start) AS last_window,
@@ -338,8 +431,20 @@ def _gold() -> list[Suite]:
                     "every 5-minute window between the day's first and last has orders",
                     WARN,
                 ),
+                rows(
+                    "edge_windows_match_gold",
+                    _EDGE_RECONCILE,
+                    "every window the edge app examples.revenue_windows has closed (bronze/edge_revenue_5m: "
+                    "product, window start, orders, units, revenue; a product's windows up to the last one "
+                    "the edge emitted for it) equals gold's; windows still open at the edge are not "
+                    "compared, and without the edge's table there is nothing to compare",
+                    WARN,
+                ),
             ),
-            inputs=_SILVER_ORDERS,
+            inputs={
+                **_SILVER_ORDERS,
+                "edge": Input(EDGE_WINDOWS, "event_date", after=1, optional=True),
+            },
         ),
         Suite(
             f"gold.{HOPPING}",
@@ -356,7 +461,16 @@ def _gold() -> list[Suite]:
                     "a window starts every minute between the day's first and last window",
                     WARN,
                 ),
+                rows(
+                    "totals_match_silver",
+                    _HOPPING_RECONCILE,
+                    "per day D: the orders and revenue summed over D's windows equal silver/orders counted "
+                    "once per window holding them: 10 times inside D, (minute of day + 1) times in D's "
+                    "first 9 minutes, and 9 down to 1 times in the first 9 minutes of D + 1 (windows "
+                    "starting 23:51-23:59 reach into them); exact, whatever crosses midnight",
+                ),
             ),
+            inputs={"silver_orders": Input(f"silver.{ORDERS}", "event_date", after=1)},
         ),
         Suite(
             f"gold.{SESSIONS}",
@@ -375,7 +489,22 @@ def _gold() -> list[Suite]:
                     "duration_s > (clicks - 1) * 1800",
                     "a session cannot last longer than (clicks - 1) x the 30-minute gap",
                 ),
+                rule(
+                    "duration_s_truncates_duration_ms",
+                    "duration_s <> duration_ms // 1000",
+                    "duration_s is duration_ms in whole seconds, truncated (docs/data-contract.md, Sessions)",
+                ),
+                rows(
+                    "sessions_match_silver",
+                    _SESSIONS_RECONCILE,
+                    "per day D (sessions by start date): every session equals the one silver/clicks "
+                    "form by the gap rule alone (a click more than 30 minutes after its user's previous "
+                    "click, or the first, starts one; the others join the latest start), with the same "
+                    "user, start, end and clicks, and no session is missing on either side; D - 1 and "
+                    "D + 1 are read, as gold reads them, so sessions crossing midnight are exact",
+                ),
             ),
+            inputs={"silver_clicks": Input(f"silver.{CLICKS}", "event_date", before=1, after=1)},
         ),
         Suite(
             f"gold.{ENRICHED}",
@@ -393,6 +522,13 @@ def _gold() -> list[Suite]:
                     "product_exists",
                     "product_name IS NULL",
                     "every order's product exists in silver/products",
+                ),
+                rule(
+                    "missing_dimensions_marked",
+                    "list_contains(missing_dimensions, 'customer_profile') <> (profile_valid_from IS NULL) "
+                    "OR list_contains(missing_dimensions, 'product') <> (product_name IS NULL)",
+                    "missing_dimensions names exactly the dimensions the left join did not find "
+                    "(docs/data-contract.md, Joins)",
                 ),
                 rows(
                     "orders_match_silver",

@@ -14,9 +14,11 @@ from dagster import (
 from pydantic import Field
 
 from assets.bronze.ingest import ingest_topic
+from assets.kafka.keys import topic_key
 from assets.lineage import arrow_table_schema, markdown_preview
+from assets.owners import OWNERS
+from assets.resources import KafkaResource, LakeResource
 from assets.sample_data import EDGE_OUTPUT_TOPICS, TOPICS
-from orchestration.resources import KafkaResource, LakeResource
 
 #: Raw inputs and edge outputs alike: every ingested topic gets its own bronze table.
 BRONZE_TOPICS = [*TOPICS, *EDGE_OUTPUT_TOPICS]
@@ -38,8 +40,10 @@ def bronze_key(topic: str) -> AssetKey:
 def build_bronze_asset(topic: str) -> AssetsDefinition:
     @asset(
         key=bronze_key(topic),
+        deps=[topic_key(topic)],
         group_name="bronze",
         kinds={"kafka", "delta"},
+        owners=OWNERS,
         description=f"Raw records of Kafka topic `{topic}`, exactly once (offsets in Delta app txns).",
     )
     def _bronze(

@@ -25,7 +25,8 @@ from dagster import (
 from dagster_pyspark import PySparkResource
 from pydantic import Field
 
-from assets import plots
+from assets import contract, plots
+from assets.automation import DAILY_AUTOMATION
 from assets.gold import transforms as T
 from assets.gold.freshness import GoldInput, GoldPlan, plan_gold
 from assets.lineage import (
@@ -36,10 +37,11 @@ from assets.lineage import (
     up_to_date_metadata,
     upstream_inputs,
 )
+from assets.owners import OWNERS
+from assets.partitions import BACKFILL_POLICY, DAILY, to_date
+from assets.resources import LakeResource
 from assets.sample_data import CLICKS, CUSTOMERS, ORDERS, PRODUCTS
 from assets.silver.assets import MissingInputError, silver_key
-from orchestration.partitions import BACKFILL_POLICY, DAILY, to_date
-from orchestration.resources import LakeResource
 
 TUMBLING = "revenue_tumbling_5m"
 HOPPING = "revenue_hopping_10m"
@@ -68,6 +70,11 @@ class GoldConfig(Config):
         default=False,
         description="recompute every selected day, even those whose silver inputs did not change since "
         "they were last built (after a change to the gold logic)",
+    )
+    input_versions: dict[str, int] = Field(
+        default_factory=dict,
+        description="read these silver inputs as of a Delta version instead of their latest, "
+        "'silver/<table>' -> version (`streamhouse replay lake --as-of-version`)",
     )
 
 
@@ -146,7 +153,10 @@ def _materialize(
     plot: Callable[[Fetch], bytes | None],
 ) -> MaterializeResult:
     """Recompute the requested days whose inputs changed (``assets.gold.freshness``) and replace them."""
+    from assets.replay.pins import pin_inputs
+
     dates = [to_date(k) for k in context.partition_keys]
+    inputs = pin_inputs(inputs, config.input_versions)
     versions = {inp.name: inp.version for inp in inputs}
     plan = plan_gold(lake.table_uri("gold", name), inputs, dates, rebuild=config.full_refresh)
     if plan.unchanged:
@@ -192,6 +202,9 @@ def _write_gold(
         "mode": "overwrite_where",
         "partition_by": [col],
         "where": {col: dates},
+        # Columns the contract adds (``missing_dimensions``, ``duration_ms``) join existing tables; their
+        # older days hold NULL until recomputed. Type changes are still refused by the Delta layer.
+        "schema_evolution": True,
         "app_transactions": plan.transactions,
         "commit_metadata": commit_lineage(inputs, partitions=",".join(d.isoformat() for d in dates)),
     }
@@ -297,7 +310,9 @@ def _gold(name: str, deps: list[Any], description: str):
         backfill_policy=BACKFILL_POLICY,
         group_name="gold",
         kinds={"spark", "delta"},
-        description=description,
+        owners=OWNERS,
+        automation_condition=DAILY_AUTOMATION,
+        description=contract.description(f"gold.{name}", description),
     )
 
 

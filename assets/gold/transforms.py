@@ -2,7 +2,9 @@
 
 Each function takes silver DataFrames (already restricted to the input range the caller needs) and the
 list of target dates; it returns only rows that belong to those dates, so the caller can replace
-exactly those partitions. Window semantics (the DuckDB equality tests re-implement them):
+exactly those partitions. The rules are docs/data-contract.md's (the DuckDB reference in
+tests/lakehouse re-implements them from that text, and tests/lakehouse/test_contract_*.py tests each at
+its boundary):
 
 * tumbling 5 min: ``[start, start + 5m)`` aligned to the epoch; partition = date(window_start)
 * hopping 10 min every 1 min: every window ``[s, s + 10m)`` with ``s`` on a minute boundary that
@@ -10,9 +12,11 @@ exactly those partitions. Window semantics (the DuckDB equality tests re-impleme
 * session, 30 min gap: a user's clicks in time order; a gap of more than 30 minutes starts a new
   session -- a click exactly 30 minutes after the previous one stays in it, as Kafka Streams' session
   windows (and so the edge) decide; partition = date(session_start); sessions are looked up one day
-  either side
-* enriched orders: each order joined to the customer profile valid at ``event_time``
-  (``valid_from <= event_time < valid_to``) and to the product
+  either side; ``duration_ms`` is session_end - session_start in whole milliseconds and
+  ``duration_s`` in whole seconds, both truncated (never rounded, never whole seconds of each end)
+* enriched orders: each order LEFT joined to the customer profile valid at ``event_time``
+  (``valid_from <= event_time < valid_to``) and to the product, so no order is lost from revenue;
+  ``missing_dimensions`` lists what was not found (``customer_profile``, ``product``), ``[]`` when none
 """
 
 from __future__ import annotations
@@ -27,6 +31,9 @@ if TYPE_CHECKING:
 TUMBLING = "5 minutes"
 HOP_MINUTES = 10  # hopping windows: 10 minutes long, one starting every minute
 SESSION_GAP_S = 30 * 60
+#: ``orders_enriched.missing_dimensions`` values: no customer profile valid at the order's time, no product
+MISSING_CUSTOMER_PROFILE = "customer_profile"
+MISSING_PRODUCT = "product"
 
 
 def _in_dates(col: str, dates: Sequence[date]):
@@ -127,13 +134,17 @@ def click_sessions(clicks: DataFrame, dates: Sequence[date]) -> DataFrame:
         F.count("*").cast("bigint").alias("clicks"),
         F.countDistinct("page").cast("bigint").alias("pages"),
     )
+    # Exact difference in microseconds, then truncated: whole seconds of each end would make a 0.2 s
+    # session crossing a second boundary last 1 s.
+    micros = F.unix_micros("session_end") - F.unix_micros("session_start")
     return sessions.select(
         "user_id",
         "session_start",
         "session_end",
-        (F.col("session_end").cast("long") - F.col("session_start").cast("long")).alias("duration_s"),
+        F.floor(micros / F.lit(1_000_000)).cast("bigint").alias("duration_s"),
         "clicks",
         "pages",
+        F.floor(micros / F.lit(1_000)).cast("bigint").alias("duration_ms"),
         F.to_date("session_start").alias("session_date"),
     ).filter(_in_dates("session_start", dates))
 
@@ -166,5 +177,11 @@ def enriched_orders(orders: DataFrame, customers: DataFrame, products: DataFrame
         F.col("o.quantity").alias("quantity"),
         F.col("o.unit_price").alias("unit_price"),
         F.round(F.col("o.quantity") * F.col("o.unit_price"), 2).alias("amount"),
+        F.array_compact(
+            F.array(
+                F.when(F.col("c.valid_from").isNull(), F.lit(MISSING_CUSTOMER_PROFILE)),
+                F.when(F.col("p.product_id").isNull(), F.lit(MISSING_PRODUCT)),
+            )
+        ).alias("missing_dimensions"),
         F.col("o.event_date").alias("event_date"),
     )

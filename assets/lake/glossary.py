@@ -1,5 +1,7 @@
 """What each table of the lake holds and what its columns mean: one source for `streamhouse describe`
-and the README's table catalogue (a column without an entry is shown without a description).
+and the README's table catalogue (a column without an entry is shown without a description). The rules
+behind each column (types, units, duplicates, windows, late data, joins) are docs/data-contract.md's;
+the meanings here are its column tables, shortened for a terminal.
 
 Layers: `bronze` (raw Kafka records, one table per topic), `silver` (typed, deduplicated), `quarantine`
 (the rows silver rejected, with the reason), `gold` (windows and joins for analysis).
@@ -25,7 +27,10 @@ _QUARANTINE = {
     "offset": "Kafka offset",
     "key": "record key (raw bytes)",
     "value": "record value (raw bytes), as received",
-    "reason": "why silver rejected it ('; '-separated, e.g. 'missing order_id')",
+    "reason": "why silver rejected it ('; '-separated), e.g. 'quantity is not an int: received \"3\" "
+    "(a string)'",
+    "failed_expectations": "names of the row expectations (action drop) it failed, e.g. ['quantity_is_int']",
+    "run_id": "Dagster run that quarantined it",
     "event_timestamp": "Kafka record timestamp (UTC)",
     "ingest_time": "when bronze ingested it (UTC)",
     "event_date": "partition: date of event_timestamp (UTC)",
@@ -40,7 +45,7 @@ TABLES: dict[str, tuple[str, dict[str, str]]] = {
     "bronze.*": ("raw Kafka records of one topic, exactly once (one table per topic)", _BRONZE),
     "quarantine.*": ("records silver rejected for that topic, with the reason", _QUARANTINE),
     "silver.orders": (
-        "typed orders, one row per order_id (first arrival wins)",
+        "typed orders, one row per order_id (the first copy ingested wins)",
         {
             "order_id": "order identifier (unique)",
             "customer_id": "customer who ordered (see silver.customers)",
@@ -53,7 +58,7 @@ TABLES: dict[str, tuple[str, dict[str, str]]] = {
         },
     ),
     "silver.clicks": (
-        "typed page clicks, one row per event_id",
+        "typed page clicks, one row per event_id (the first copy ingested wins)",
         {
             "event_id": "click identifier (unique)",
             "user_id": "user who clicked",
@@ -70,7 +75,7 @@ TABLES: dict[str, tuple[str, dict[str, str]]] = {
             "name": "customer name",
             "segment": "consumer | smb | enterprise",
             "country": "ISO country code",
-            "updated_at": "when this profile version was written (UTC)",
+            "updated_at": "when this profile version takes effect (UTC)",
             **_LINEAGE,
             "valid_from": "this version is valid from (inclusive, = updated_at)",
             "valid_to": "until (exclusive); null for the current version",
@@ -103,7 +108,7 @@ TABLES: dict[str, tuple[str, dict[str, str]]] = {
         {
             "window_start": "window start (UTC, on a minute boundary)",
             "window_end": "window end, exclusive (window_start + 10 min)",
-            "revenue": "sum of quantity x unit_price over the window",
+            "revenue": "sum of quantity x unit_price over the window, rounded to cents",
             "orders": "number of orders in the window",
             "customers": "distinct customers who ordered in the window",
             "window_date": "partition: date of window_start (UTC)",
@@ -115,29 +120,33 @@ TABLES: dict[str, tuple[str, dict[str, str]]] = {
             "user_id": "user",
             "session_start": "first click of the session (UTC)",
             "session_end": "last click of the session (UTC)",
-            "duration_s": "session_end - session_start in seconds",
+            "duration_s": "session_end - session_start in whole seconds, truncated (0.999 s -> 0)",
             "clicks": "clicks in the session",
             "pages": "distinct pages visited",
+            "duration_ms": "session_end - session_start in whole milliseconds, truncated",
             "session_date": "partition: date of session_start (UTC)",
         },
     ),
     "gold.orders_enriched": (
-        "every order with the customer profile valid at the order's time and the product",
+        "every silver order (a left join: none is lost) with the customer profile valid at the order's "
+        "time and the product; missing_dimensions says what was not found",
         {
             "order_id": "order identifier",
             "event_time": "when the order happened (UTC)",
             "customer_id": "customer",
-            "customer_name": "customer name as of event_time",
-            "segment": "customer segment as of event_time",
-            "country": "customer country as of event_time",
-            "profile_valid_from": "valid_from of the customer profile version used",
+            "customer_name": "customer name as of event_time (NULL: no profile)",
+            "segment": "customer segment as of event_time (NULL: no profile)",
+            "country": "customer country as of event_time (NULL: no profile)",
+            "profile_valid_from": "valid_from of the customer profile version used (NULL: no profile)",
             "product_id": "product",
-            "product_name": "product name",
-            "category": "product category",
-            "list_price": "catalogue price",
+            "product_name": "product name (NULL: unknown product)",
+            "category": "product category (NULL: unknown product)",
+            "list_price": "catalogue price (NULL: unknown product)",
             "quantity": "units ordered",
             "unit_price": "price paid per unit",
-            "amount": "quantity x unit_price",
+            "amount": "quantity x unit_price, rounded to cents",
+            "missing_dimensions": "what the join did not find: 'customer_profile' (no profile valid at "
+            "event_time), 'product'; [] when complete",
             "event_date": "partition: date of event_time (UTC)",
         },
     ),

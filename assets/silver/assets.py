@@ -25,6 +25,8 @@ from dagster import (
 from dagster_pyspark import PySparkResource
 from pydantic import Field
 
+from assets import contract
+from assets.automation import DAILY_AUTOMATION
 from assets.bronze.assets import bronze_key
 from assets.delta import AppTransaction
 from assets.lineage import (
@@ -34,6 +36,9 @@ from assets.lineage import (
     table_metadata,
     up_to_date_metadata,
 )
+from assets.owners import OWNERS
+from assets.partitions import BACKFILL_POLICY, DAILY, to_date
+from assets.resources import LakeResource
 from assets.sample_data import CLICKS, CUSTOMERS, ORDERS, PRODUCTS
 from assets.silver.transform import (
     FAILED,
@@ -58,8 +63,6 @@ from assets.silver.watermarks import (
     transaction_version,
 )
 from edge.errors import StreamhouseError
-from orchestration.partitions import BACKFILL_POLICY, DAILY, to_date
-from orchestration.resources import LakeResource
 
 #: Explicit schema-evolution rules, per topic: the *only* way a silver table gains columns.
 #: Example: ``SCHEMA_RULES[ORDERS] = SchemaRule({"coupon": "string"})``.
@@ -81,6 +84,11 @@ class SilverConfig(Config):
         "the silver logic or a bronze replay), instead of reading only the records added since each "
         "day was last built",
     )
+    input_versions: dict[str, int] = Field(
+        default_factory=dict,
+        description="read the bronze input as of this Delta version instead of its latest, "
+        "'bronze/<topic>' -> version (`streamhouse replay lake --as-of-version`)",
+    )
 
 
 def silver_key(topic: str) -> AssetKey:
@@ -88,7 +96,9 @@ def silver_key(topic: str) -> AssetKey:
 
 
 def quarantine_key(topic: str) -> AssetKey:
-    return AssetKey(["quarantine", topic])
+    """``quarantine/<topic>_quarantine``: a graph node named unlike the silver table it guards (the
+    Delta table stays at ``<lake_root>/quarantine/<topic>``)."""
+    return AssetKey(["quarantine", f"{topic}_quarantine"])
 
 
 def _rule(topic: str, config: SilverConfig) -> SchemaRule:
@@ -98,9 +108,11 @@ def _rule(topic: str, config: SilverConfig) -> SchemaRule:
     return rule
 
 
-def _bronze_version(lake: LakeResource, topic: str) -> tuple[str, int]:
+def _bronze_version(lake: LakeResource, topic: str, pins: Mapping[str, int] | None = None) -> tuple[str, int]:
+    from assets.replay.pins import pinned_input
+
     uri = lake.table_uri("bronze", topic)
-    version = pinned_version(uri)
+    version = pinned_input(uri, f"bronze/{topic}", pins)
     if version is None:
         raise MissingInputError(f"bronze table {uri} does not exist yet: materialize bronze/{topic} first")
     return uri, version
@@ -379,14 +391,22 @@ def build_silver_events(topic: str) -> AssetsDefinition:
                 deps=[bronze_key(topic)],
                 group_name="silver",
                 kinds={"spark", "delta"},
-                description=f"Typed `{topic}` events, one per {'/'.join(spec.key)}, by event date.",
+                owners=OWNERS,
+                automation_condition=DAILY_AUTOMATION,
+                description=contract.description(
+                    f"silver.{topic}", f"Typed `{topic}` events, one per {'/'.join(spec.key)}, by event date."
+                ),
             ),
             AssetSpec(
                 quarantine_key(topic),
                 deps=[bronze_key(topic)],
                 group_name="silver",
                 kinds={"spark", "delta"},
-                description=f"Rejected `{topic}` records with the reason, by record date.",
+                owners=OWNERS,
+                automation_condition=DAILY_AUTOMATION,
+                description=contract.description(
+                    "quarantine.<topic>", f"Rejected `{topic}` records with the reason, by record date."
+                ),
             ),
         ],
         partitions_def=DAILY,
@@ -396,7 +416,7 @@ def build_silver_events(topic: str) -> AssetsDefinition:
         context: AssetExecutionContext, config: SilverConfig, lake: LakeResource, pyspark: PySparkResource
     ):
         dates = [to_date(k) for k in context.partition_keys]
-        bronze_uri, bronze_version = _bronze_version(lake, topic)
+        bronze_uri, bronze_version = _bronze_version(lake, topic, config.input_versions)
         rule = _rule(topic, config)
         silver_uri = lake.table_uri("silver", topic)
         plan = plan_bronze_read(
@@ -453,14 +473,18 @@ def build_silver_dimension(topic: str) -> AssetsDefinition:
                 deps=[bronze_key(topic)],
                 group_name="silver",
                 kinds={"spark", "delta"},
-                description=what[topic],
+                owners=OWNERS,
+                description=contract.description(f"silver.{topic}", what[topic]),
             ),
             AssetSpec(
                 quarantine_key(topic),
                 deps=[bronze_key(topic)],
                 group_name="silver",
                 kinds={"spark", "delta"},
-                description=f"Rejected `{topic}` records with the reason.",
+                owners=OWNERS,
+                description=contract.description(
+                    "quarantine.<topic>", f"Rejected `{topic}` records with the reason."
+                ),
             ),
         ],
     )
@@ -468,7 +492,7 @@ def build_silver_dimension(topic: str) -> AssetsDefinition:
         context: AssetExecutionContext, config: SilverConfig, lake: LakeResource, pyspark: PySparkResource
     ):
         """Rebuilt as a whole (profile history needs every version), but only when bronze changed."""
-        bronze_uri, bronze_version = _bronze_version(lake, topic)
+        bronze_uri, bronze_version = _bronze_version(lake, topic, config.input_versions)
         rule = _rule(topic, config)
         silver_uri = lake.table_uri("silver", topic)
         app_id = dimension_watermark_id(bronze_table_id(bronze_uri))

@@ -12,9 +12,16 @@ into the Great Expectations suites (``quality/ → assets/ → edge/``; ``assets
 
 An expectation is a Spark SQL predicate ``violation`` that is true for a failing row (NULL counts as
 passing). ``drop`` expectations are evaluated on the parsed bronze record (columns: the typed contract
-fields, ``payload`` — the JSON object as MAP<STRING,STRING> — and ``_bronze_date``); ``warn``/``fail``
-expectations only use typed columns, so the checks can evaluate them on the written silver table. The
-same SQL runs on Spark and DuckDB.
+fields, ``_json`` — the value parsed as a Spark VARIANT —, ``payload`` — the JSON object as
+MAP<STRING,STRING> — and ``_bronze_date``); ``warn``/``fail`` expectations only use typed columns, so the
+checks can evaluate them on the written silver table. The same SQL runs on Spark and DuckDB.
+
+**The typing rule** (docs/data-contract.md, "Field types"), JSON Schema's: a field's JSON type decides,
+never its text. ``int``/``long``: a JSON number with an integral value in range (``3`` and ``3.0``);
+``double``: any finite JSON number; ``string``: a JSON string; ``timestamp``: a JSON string holding an
+ISO-8601 time. A numeric string (``"3"``), a boolean, an object or ``3.5`` for an int is rejected with a
+reason naming the field, the JSON received and its type. Parsing the payload as a VARIANT keeps the JSON
+type of each field, which a MAP<STRING,STRING> (``"3"`` and ``3`` both become ``3``) loses.
 """
 
 from __future__ import annotations
@@ -120,14 +127,100 @@ GX_TYPE_NAMES = {
 }
 
 
+#: Column of the parsed bronze record holding the value as a Spark VARIANT (NULL: not valid JSON).
+JSON_COL = "_json"
+#: The largest finite double: a number beyond it (``1e400``) is not a double.
+_MAX_DOUBLE = "1.7976931348623157E308"
+#: Integral range of each integer type, as doubles (the integral test reads the number as a double).
+_INT_RANGE = {"int": ("-2147483648", "2147483647"), "long": ("-9.223372036854776E18", "9.223372036854775E18")}
+_ARTICLE = {
+    "int": "an int",
+    "long": "a long",
+    "double": "a double",
+    "string": "a string",
+    "timestamp": "a timestamp",
+}
+
+
+def _node(name: str) -> str:
+    """The field's VARIANT (SQL NULL when absent, a VARIANT null for JSON ``null``)."""
+    return f"variant_get({JSON_COL}, {_sql_str(f'$[{_sql_str(name)}]')})"
+
+
+def json_kind_sql(name: str) -> str:
+    """Spark SQL: the field's JSON type (string, number, boolean, object, array, null), NULL if absent."""
+    schema = f"schema_of_variant({_node(name)})"
+    return (
+        f"CASE WHEN {schema} = 'STRING' THEN 'string' WHEN {schema} = 'BOOLEAN' THEN 'boolean' "
+        f"WHEN {schema} IN ('BIGINT', 'DOUBLE', 'FLOAT', 'INT', 'SMALLINT', 'TINYINT') "
+        f"OR {schema} LIKE 'DECIMAL%' THEN 'number' WHEN {schema} LIKE 'OBJECT%' THEN 'object' "
+        f"WHEN {schema} LIKE 'ARRAY%' THEN 'array' WHEN {schema} = 'VOID' THEN 'null' END"
+    )
+
+
+def _as_double(name: str) -> str:
+    return f"try_variant_get({_node(name)}, '$', 'double')"
+
+
+def _integral(name: str, typ: str) -> str:
+    low, high = _INT_RANGE[typ]
+    d = _as_double(name)
+    return f"({d} = floor({d}) AND {d} BETWEEN {low} AND {high})"
+
+
+def typed_sql(name: str, typ: str) -> str:
+    """Spark SQL: the field's value of logical type ``typ`` under the typing rule, NULL when its JSON
+    type does not fit (the ``<field>_is_<type>`` expectation then quarantines the row)."""
+    kind = json_kind_sql(name)
+    node = _node(name)
+    if typ in _INT_RANGE:
+        spark_type = "int" if typ == "int" else "bigint"
+        return (
+            f"CASE WHEN ({kind}) = 'number' AND {_integral(name, typ)} "
+            f"THEN try_variant_get({node}, '$', '{spark_type}') END"
+        )
+    if typ == "double":
+        d = _as_double(name)
+        return f"CASE WHEN ({kind}) = 'number' AND abs({d}) <= {_MAX_DOUBLE} THEN {d} END"
+    if typ == "string":
+        return f"CASE WHEN ({kind}) = 'string' THEN variant_get({node}, '$', 'string') END"
+    if typ == "timestamp":
+        text = f"variant_get({node}, '$', 'string')"
+        return f"CASE WHEN ({kind}) = 'string' THEN try_cast({text} AS timestamp) END"
+    raise ValueError(f"no typing rule for logical type {typ!r}; known: {sorted(_ARTICLE)}")
+
+
+def _received_sql(name: str, typ: str) -> str:
+    """Spark SQL string: why a present field is not of ``typ``: the JSON received and what it is."""
+    kind = json_kind_sql(name)
+    if typ in _INT_RANGE:
+        d = _as_double(name)
+        number = (
+            f"CASE WHEN {d} = floor({d}) THEN 'a number outside the {typ} range' "
+            "ELSE 'a number that is not integral' END"
+        )
+    elif typ == "double":
+        number = "'a number outside the double range'"
+    else:
+        number = "'a number'"
+    what = (
+        f"CASE ({kind}) WHEN 'number' THEN {number} "
+        + ("WHEN 'string' THEN 'a string that is not an ISO-8601 time' " if typ == "timestamp" else "")
+        + f"WHEN 'object' THEN 'an object' WHEN 'array' THEN 'an array' ELSE concat('a ', ({kind})) END"
+    )
+    prefix = _sql_str(f"{name} is not {_ARTICLE[typ]}: received ")
+    return f"concat({prefix}, to_json({_node(name)}), ' (', {what}, ')')"
+
+
 def contract_expectations(contract: Mapping[str, str], time_col: str | None) -> list[RowExpectation]:
-    """The typed contract as expectations: a JSON object, every field present and of its type, and the
-    event time on the Kafka record's day (bronze partitions by record timestamp)."""
+    """The typed contract as expectations: a JSON object, every field present and of its type (the
+    typing rule above), and the event time on the Kafka record's day (bronze partitions by record
+    timestamp)."""
     out = [
         RowExpectation(
             "payload_is_json_object",
             "payload IS NULL",
-            "'payload is not a JSON object'",
+            "'payload is not a JSON object (invalid JSON, not an object, or a field name repeated)'",
             DROP,
             "expect_column_values_to_not_be_null",
             {"column": "payload"},
@@ -149,7 +242,7 @@ def contract_expectations(contract: Mapping[str, str], time_col: str | None) -> 
             RowExpectation(
                 f"{name}_is_{typ}",
                 f"{raw} IS NOT NULL AND {name} IS NULL",
-                f"concat({_sql_str(f'{name} is not a {typ}: ')}, {raw})",
+                _received_sql(name, typ),
                 DROP,
                 "expect_column_values_to_be_of_type",
                 {"column": name, "type_": GX_TYPE_NAMES[typ]},

@@ -1,7 +1,9 @@
 """Bronze → silver: typed columns, one row per event id, and every rejected row kept with its reason.
 
-The typed contract of each topic is ``PAYLOAD_SCHEMAS`` in ``assets.sample_data``. Casting uses
-``try_cast`` so a bad value becomes a quarantine reason, never a failed job. Which rows are rejected is
+The typed contract of each topic is ``PAYLOAD_SCHEMAS`` in ``assets.sample_data``, its rules are
+written in docs/data-contract.md. Values are typed by their JSON type (the typing rule in
+``assets.silver.expectations``: ``3`` and ``3.0`` are ints, ``"3"`` is not), and every conversion is a
+``try_`` one, so a bad value becomes a quarantine reason, never a failed job. Which rows are rejected is
 decided by the table's row-level expectations with action ``drop`` (``assets.silver.expectations``, the
 row-level part of the table's Great Expectations suite in ``quality/``); a rejected row carries the
 readable ``reason``, the names of the failed expectations and the run id. Schema evolution happens
@@ -16,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from assets.sample_data import CLICKS, CUSTOMERS, ORDERS, PAYLOAD_SCHEMAS, PRODUCTS
-from assets.silver.expectations import DROP, RowExpectation, row_expectations
+from assets.silver.expectations import DROP, JSON_COL, RowExpectation, row_expectations, typed_sql
 from edge.errors import StreamhouseError
 
 if TYPE_CHECKING:
@@ -106,15 +108,20 @@ SPECS: dict[str, SilverSpec] = {
 }
 
 
-def _typed(raw: Column, typ: str) -> Column:
-    return raw.try_cast(SPARK_TYPES[typ])
-
-
-def parse_payload(value: Column) -> Column:
-    """Raw Kafka value bytes -> MAP<STRING,STRING> of the top-level JSON fields (null if not an object)."""
+def parse_json(value: Column) -> Column:
+    """Raw Kafka value bytes -> VARIANT (null if not valid JSON, or an object repeating a field name):
+    unlike a MAP<STRING,STRING>, it keeps each field's JSON type, which the typing rule needs."""
     from pyspark.sql import functions as F
 
-    return F.from_json(value.cast("string"), "MAP<STRING,STRING>")
+    return F.try_parse_json(value.cast("string"))
+
+
+def payload_map(json: Column) -> Column:
+    """VARIANT -> MAP<STRING,STRING> of the top-level fields (null unless a JSON object): field presence,
+    reasons and unknown fields are read from it."""
+    from pyspark.sql import functions as F
+
+    return F.try_variant_get(json, "$", "map<string,string>")
 
 
 @dataclass
@@ -135,16 +142,18 @@ def split(
     rule = rule or SchemaRule()
     rule.validate(spec.topic, spec.contract)
     fields = {**spec.contract, **rule.add_columns}
-    typed_cols = [_typed(F.col("payload")[name], typ).alias(name) for name, typ in fields.items()]
-    # Bronze keeps raw bytes; the payload is parsed here, once, as JSON text per field ("3", "2.5",
-    # "x") that the typed contract then casts.
-    bronze = bronze.withColumn("payload", parse_payload(F.col("value")))
+    typed_cols = [F.expr(typed_sql(name, typ)).alias(name) for name, typ in fields.items()]
+    # Bronze keeps raw bytes; the payload is parsed here, once, as a VARIANT that keeps each field's
+    # JSON type (the typing rule), and read as a map of field texts for presence and reasons.
+    bronze = bronze.withColumn(JSON_COL, parse_json(F.col("value")))
+    bronze = bronze.withColumn("payload", payload_map(F.col(JSON_COL)))
     df = bronze.select(
         "topic",
         "partition",
         "offset",
         "key",
         "value",
+        JSON_COL,
         "payload",
         "event_timestamp",
         "ingest_time",
@@ -190,11 +199,16 @@ def split(
 
 
 def deduplicate(df: DataFrame, key: Sequence[str], latest: bool = False) -> DataFrame:
-    """One row per key: the first arrival (lowest Kafka position), or the latest with ``latest``."""
+    """One row per key: the first copy ingested, or the last with ``latest`` (dimensions).
+
+    "First" is the smallest (bronze ingest time, Kafka partition, offset): a copy in an earlier ingest
+    run wins, which is also what an incremental run does (it skips keys silver already holds), so a
+    full rebuild picks the same copy as the incremental runs did, whatever partition each copy is in.
+    """
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    order = [F.col("_kafka_partition"), F.col("_kafka_offset")]
+    order = [F.col("_ingest_time"), F.col("_kafka_partition"), F.col("_kafka_offset")]
     if latest:
         order = [c.desc() for c in order]
     w = Window.partitionBy(*key).orderBy(*order)

@@ -105,8 +105,8 @@ def lake_definitions(
     lake_root: Path, client: KafkaClientConfig | None = None, topic_prefix: str = ""
 ) -> Definitions:
     """The real Definitions for ``lake_root``, using the running Spark session (no second JVM)."""
+    from assets.resources import ExistingSparkResource
     from orchestration.definitions import build_definitions
-    from orchestration.resources import ExistingSparkResource
     from orchestration.settings import Settings
 
     kwargs: dict[str, Any] = {"lake_root": lake_root}
@@ -121,7 +121,7 @@ def asset_keys(defs: Definitions, job: str, layers: Iterable[str]) -> list[Any]:
     """The executable asset keys of ``job`` whose first path element is one of ``layers``."""
     wanted = set(layers)
     if "silver" in wanted:
-        wanted.add("quarantine")  # silver multi-assets write silver/<t> and quarantine/<t> together
+        wanted.add("quarantine")  # silver multi-assets write silver/<t> and quarantine/<t>_quarantine
     keys = defs.resolve_job_def(job).asset_layer.executable_asset_keys
     return sorted((k for k in keys if k.path[0] in wanted), key=lambda k: k.to_user_string())
 
@@ -134,8 +134,8 @@ def run_selection(
 ) -> list[ExecuteInProcessResult]:
     """``daily_job`` restricted to the assets of ``layers``, one run per contiguous range of ``days``
     (as ``orchestration.pipeline.run_daily`` does for the whole job). Raises if a run fails."""
+    from assets.partitions import contiguous_ranges
     from orchestration.jobs import DAILY_JOB
-    from orchestration.partitions import contiguous_ranges
     from orchestration.sensors import range_tags
 
     job = defs.resolve_job_def(DAILY_JOB)

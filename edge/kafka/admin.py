@@ -103,8 +103,10 @@ def _wait_visible(admin: AdminClient, want: Mapping[str, int], timeout_s: float)
 def topic_partitions(handle: Any, topic: str, *, timeout_s: float = 10.0) -> int | None:
     """Partition count of ``topic``, or None if it does not exist.
 
-    Lists *all* topics on purpose: a metadata request naming a topic makes the embedded broker create
-    it (it ignores ``allow.auto.create.topics``), which would turn a typo into a new 4-partition topic.
+    Lists *all* topics on purpose: a metadata request naming a topic lets a broker create it with its
+    default partition count (Kafka with ``auto.create.topics.enable``, Tansu), which would turn a typo into a
+    new 4-partition topic; the platform's producers and consumers also set ``allow.auto.create.topics=false``
+    (:mod:`edge.kafka.profile`).
     ``handle`` is any confluent-kafka client (Producer, Consumer, AdminClient).
     """
     meta = handle.list_topics(timeout=timeout_s).topics.get(topic)

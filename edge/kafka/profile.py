@@ -29,6 +29,9 @@ EMBEDDED_CONSUMER_DEFAULTS: Mapping[str, Any] = {
     "allow.auto.create.topics": False,
 }
 
+#: Every producer and consumer: topics are created explicitly, never by a metadata request.
+NO_AUTO_CREATE: Mapping[str, Any] = {"allow.auto.create.topics": False}
+
 #: Topics on the embedded broker always get explicit retention (it applies none by itself).
 EMBEDDED_TOPIC_DEFAULTS: Mapping[str, str] = {
     "retention.ms": str(7 * 24 * 3600 * 1000),
@@ -52,10 +55,13 @@ class KafkaClientConfig:
         return {**self.common(), **overrides}
 
     def producer(self, **overrides: Any) -> dict[str, Any]:
-        return {**self.common(), **overrides}
+        # A producer's metadata request for a missing topic would otherwise let the broker create it with
+        # its default partition count (Kafka's auto.create.topics.enable, Tansu always): after a broker
+        # restart that silently re-created internal topics with the wrong partition counts.
+        return {**NO_AUTO_CREATE, **self.common(), **overrides}
 
     def consumer(self, group_id: str | None = None, **overrides: Any) -> dict[str, Any]:
-        conf: dict[str, Any] = self.common()
+        conf: dict[str, Any] = {**NO_AUTO_CREATE, **self.common()}
         if self.profile is BrokerProfile.EMBEDDED:
             conf.update(EMBEDDED_CONSUMER_DEFAULTS)
         if group_id is not None:

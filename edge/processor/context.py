@@ -38,6 +38,12 @@ class NodeContext:
         )
         self._stores = frozenset(stores)
 
+    @property
+    def has_children(self) -> bool:
+        """Whether forwarding reaches any processor (a table node without children need not build the
+        records it would forward)."""
+        return bool(self._children)
+
     def _forward_many(self, record: Record) -> None:
         for child in self._children:
             child(record)

@@ -18,6 +18,7 @@ assignor), so partition *p* of co-partitioned topics lands on the same instance;
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import queue
 import threading
@@ -27,10 +28,10 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaException, Producer
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from edge.errors import StreamhouseError
-from edge.kafka import BrokerProfile
+from edge.kafka import BrokerProfile, KafkaClientConfig
 from edge.processor.config import StreamsConfig as TaskConfig
 from edge.processor.handlers import (
     DeadLetterQueueHandler,
@@ -38,13 +39,15 @@ from edge.processor.handlers import (
 from edge.runtime.commit import Committer, ProducerFencedError
 from edge.runtime.config import (
     REPLACE_THREAD,
+    SHUTDOWN_CLIENT,
     StreamsConfig,
     StreamsConfigError,
 )
+from edge.runtime.connectivity import ClusterUnavailableError, ClusterWatchdog, ConnectionLogLimiter
 from edge.runtime.global_state import GlobalState
 from edge.runtime.metadata import InstanceInfo, MetadataService
 from edge.runtime.processing import ProcessingLoop
-from edge.runtime.producer import KafkaCollector
+from edge.runtime.producer import KafkaCollector, ProducerSendError
 from edge.runtime.rebalance import RebalanceCallbacks
 from edge.runtime.record_order import RecordRouter
 from edge.runtime.restore import ChangelogReader
@@ -54,11 +57,40 @@ from edge.runtime.state import Lifecycle, State, StateListener
 from edge.runtime.statedir import lock_state_dir, persisted_instance_id
 from edge.runtime.stats import CountingHandler, RuntimeStats, build_handler
 from edge.runtime.tasks import TaskFactory, TaskRegistry
-from edge.runtime.topics import TopicPlan, ensure_internal_topics, metadata_topic_name, plan_topics
+from edge.runtime.topics import (
+    InternalTopicPartitionsError,
+    MissingTopicError,
+    TopicPlan,
+    metadata_topic_name,
+    plan_topics,
+    validate_topics,
+)
 
 log = logging.getLogger(__name__)
 
 UncaughtExceptionHandler = Callable[[BaseException], str]
+
+#: Errors that end the instance whatever the uncaught exception handler answers: replacing the stream
+#: thread cannot fix a missing or mis-partitioned topic, nor bring the cluster back.
+FATAL_ERRORS = (ClusterUnavailableError, MissingTopicError, InternalTopicPartitionsError)
+
+#: Client errors that mean this member's tasks are gone (Kafka Streams' TaskMigratedException): the
+#: group moved on without it, or the cluster cannot be reached. The tasks are closed without a commit and
+#: resume from the last one when the group assigns them again.
+MIGRATED_CODES = frozenset(
+    {
+        KafkaError.UNKNOWN_MEMBER_ID,
+        KafkaError.ILLEGAL_GENERATION,
+        KafkaError.REBALANCE_IN_PROGRESS,
+        KafkaError.COORDINATOR_NOT_AVAILABLE,
+        KafkaError.NOT_COORDINATOR,
+        KafkaError._TRANSPORT,
+        KafkaError._ALL_BROKERS_DOWN,
+        KafkaError._TIMED_OUT,
+        KafkaError._MSG_TIMED_OUT,
+        KafkaError._WAIT_COORD,
+    }
+)
 
 
 def resolve_topology(obj: Any, optimization: str | None = None) -> Any:
@@ -110,6 +142,13 @@ class StreamsApp(ProcessingLoop, RebalanceCallbacks, FailureAndShutdown):
         self._closing = False
         #: between a revocation and the next assignment (leaving the group then confuses some brokers)
         self._in_rebalance = False
+        #: librdkafka's log lines and errors of every client, connection failures rate-limited
+        self.connection_log = ConnectionLogLimiter()
+        #: how long the cluster has been unreachable (set up with the consumer's session timeout)
+        self.watchdog: ClusterWatchdog | None = None
+        #: the tasks were dropped because the cluster was gone: resume them once it answers again
+        self._resume_pending = False
+        self._outages_seen = 0
 
     # -- public API -----------------------------------------------------------------------------------
     @property
@@ -182,7 +221,16 @@ class StreamsApp(ProcessingLoop, RebalanceCallbacks, FailureAndShutdown):
         app_dir.mkdir(parents=True, exist_ok=True)
         self._lock_fd = lock_state_dir(app_dir, cfg.application_id)
         self.instance_id = cfg.instance_id or persisted_instance_id(app_dir)
-        client = cfg.client()
+        base_client = cfg.client()
+        client = KafkaClientConfig(
+            base_client.bootstrap_servers,
+            base_client.profile,
+            {
+                **base_client.extra,
+                "logger": self.connection_log,
+                "error_cb": self.connection_log.on_error,
+            },
+        )
         self.client = client
         self.plan = plan_topics(
             self.topology, cfg.application_id, client, replication_factor=cfg.replication_factor
@@ -190,7 +238,7 @@ class StreamsApp(ProcessingLoop, RebalanceCallbacks, FailureAndShutdown):
         dlq = cfg.errors_dead_letter_queue_topic_name
         from edge.kafka import TopicSpec, create_topics
 
-        ensure_internal_topics(self.plan, client)
+        validate_topics(self.plan, client)
         if cfg.exactly_once:
             threading.Thread(
                 target=self._probe_exactly_once, name="streamhouse-eos-probe", daemon=True
@@ -236,12 +284,21 @@ class StreamsApp(ProcessingLoop, RebalanceCallbacks, FailureAndShutdown):
                 "partitioner": "murmur2_random",
                 "linger.ms": 5,
                 "acks": "all",
+                # Kafka's producer default: a retried batch is neither duplicated nor reordered, so a
+                # commit marker never lands before the changelog records it covers
+                "enable.idempotence": True,
+                # the stream thread's clients also tell the watchdog about the cluster (others may be
+                # idle, and a broker closes idle connections: that is not an outage)
+                "error_cb": self._on_stream_client_error,
+                "statistics.interval.ms": 2000,
+                "stats_cb": self._on_producer_stats,
                 **dict(cfg.producer_overrides),
             }
         )
         if cfg.exactly_once:
             pconf["transactional.id"] = f"{cfg.application_id}-{self.instance_id}"
             pconf["transaction.timeout.ms"] = cfg.transaction_timeout_ms
+        self._producer_conf = pconf
         self.producer = Producer(pconf)
         if cfg.exactly_once:
             try:
@@ -270,6 +327,7 @@ class StreamsApp(ProcessingLoop, RebalanceCallbacks, FailureAndShutdown):
                 "isolation.level": "read_committed" if cfg.exactly_once else "read_uncommitted",
                 "statistics.interval.ms": 2000,
                 "stats_cb": self._on_stats,
+                "error_cb": self._on_stream_client_error,
                 **dict(cfg.consumer_overrides),
             },
         )
@@ -279,6 +337,13 @@ class StreamsApp(ProcessingLoop, RebalanceCallbacks, FailureAndShutdown):
             # tasks reading several partitions learn "caught up" (lag 0) from end-of-partition events
             main_conf["enable.partition.eof"] = True
         self.consumer = Consumer(main_conf)
+        # the group drops a member it has not heard from for session.timeout.ms: so do we (our tasks)
+        self.watchdog = ClusterWatchdog(
+            lost_after_s=int(main_conf.get("session.timeout.ms", 45_000)) / 1000,
+            give_up_after_s=cfg.cluster_unavailable_timeout_ms / 1000,
+        )
+        watchdog = self.watchdog
+        self.collector.cluster_unreachable = lambda: not watchdog.reachable
         self.reader = ChangelogReader(
             self._aux_consumer_conf("restore"),
             batch_records=cfg.restore_batch_records,
@@ -294,7 +359,13 @@ class StreamsApp(ProcessingLoop, RebalanceCallbacks, FailureAndShutdown):
             buffered_per_partition=cfg.buffered_records_per_partition,
         )
         self.committer = Committer(
-            self.consumer, self.producer, self.collector, exactly_once=cfg.exactly_once
+            self.consumer,
+            self.producer,
+            self.collector,
+            exactly_once=cfg.exactly_once,
+            # a transaction open longer than transaction.timeout.ms is aborted by its coordinator anyway:
+            # waiting longer for a commit (the cluster gone) only keeps the instance RUNNING for nothing
+            timeout_s=max(cfg.transaction_timeout_ms / 1000, 5.0) if cfg.exactly_once else 60.0,
         )
         # HTTP (queries + metrics)
         if cfg.http_enabled:
@@ -330,8 +401,9 @@ class StreamsApp(ProcessingLoop, RebalanceCallbacks, FailureAndShutdown):
         from edge.kafka.probe import broker_hides_aborted_records
 
         try:
+            # self.client: the probe's clients log through the rate limiter like every other client
             self.broker_hides_aborted = broker_hides_aborted_records(
-                self.config.client(), f"{self.config.application_id}-eos-probe"
+                self.client, f"{self.config.application_id}-eos-probe"
             )
         except Exception as exc:
             log.warning("could not probe the broker's transaction isolation (%s)", exc)
@@ -428,7 +500,13 @@ class StreamsApp(ProcessingLoop, RebalanceCallbacks, FailureAndShutdown):
                     break
                 except ProducerFencedError:
                     raise
+                except FATAL_ERRORS as exc:
+                    self._on_uncaught(exc, SHUTDOWN_CLIENT)
+                    return
                 except BaseException as exc:
+                    if self._tasks_migrated(exc):
+                        self._drop_tasks(f"{type(exc).__name__}: {exc}", resume=True)
+                        continue
                     response = self._decide(exc)
                     if response != REPLACE_THREAD or self.committer.fatal:
                         self._on_uncaught(exc, response)
@@ -469,6 +547,166 @@ class StreamsApp(ProcessingLoop, RebalanceCallbacks, FailureAndShutdown):
             self.restoring = False
             self.stats.restores.extend(self.global_state.progress)
 
+    # -- contact with the cluster -------------------------------------------------------------------------
+    def _on_stream_client_error(self, err: KafkaError) -> None:
+        """error_cb of the stream consumer and producer: logged like every client's, and "all brokers
+        down" starts the watchdog's clock (those two are never idle, so it means an outage)."""
+        self.connection_log.on_error(err)
+        if self.watchdog is not None:
+            self.watchdog.connection_error(err)
+
+    def _on_producer_stats(self, raw: str) -> None:
+        """The producer's broker states (served during a commit's flush, when the consumer's are not)."""
+        if self.watchdog is None:
+            return
+        with contextlib.suppress(Exception):
+            import orjson
+
+            self.watchdog.observe_stats(orjson.loads(raw).get("brokers") or {})
+
+    def _tasks_migrated(self, exc: BaseException) -> bool:
+        """Did ``exc`` fail because the cluster is gone or the group dropped us (Kafka Streams'
+        TaskMigratedException), rather than because of a bug or a bad record?"""
+        if not isinstance(exc, Exception) or self._closing:
+            return False
+        if self.watchdog is not None and not self.watchdog.reachable:
+            return True
+        err = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
+        if isinstance(exc, ProducerSendError):
+            err = exc.error
+        return isinstance(err, KafkaError) and err.code() in MIGRATED_CODES
+
+    def _check_cluster(self) -> None:
+        """On the stream thread (statistics callback): drop the tasks once the cluster has been gone for
+        a session timeout, give up after ``cluster.unavailable.timeout.ms``, resume once it is back."""
+        wd = self.watchdog
+        if wd is None or self._closing:
+            return
+        if wd.expired:
+            raise ClusterUnavailableError(
+                f"no broker of the Kafka cluster at {self.config.bootstrap_servers} answered for "
+                f"{wd.unavailable_for:.0f} s (cluster.unavailable.timeout.ms="
+                f"{self.config.cluster_unavailable_timeout_ms}); giving up. Start the cluster (or raise "
+                "cluster.unavailable.timeout.ms) and restart the application"
+            )
+        if wd.lost:
+            if not self._resume_pending:
+                self._drop_tasks(
+                    f"no broker of the Kafka cluster at {self.config.bootstrap_servers} answered for "
+                    f"{wd.unavailable_for:.0f} s",
+                    resume=True,
+                )
+            return
+        if not wd.reachable:
+            return
+        if self._resume_pending:
+            self._resume_pending = False
+            self._outages_seen = wd.outages
+            self.connection_log.reachable_again()
+            self._resume_after_outage()
+        elif wd.outages != self._outages_seen:
+            # a short outage (the tasks were kept): the broker may still have restarted without its topics
+            self._outages_seen = wd.outages
+            self.connection_log.reachable_again()
+            created = validate_topics(self.plan, self.client)
+            if created:
+                log.warning("the cluster had lost internal topic(s) %s: created them again", created)
+
+    def _drop_tasks(self, reason: str, *, resume: bool) -> None:
+        """Kafka Streams' handleLostAll: close every active task without committing (its stores fall
+        back to the last commit), discard what the producer still holds of the uncommitted work, and
+        report REBALANCING until tasks are assigned again."""
+        registry = self.registry
+        assert registry is not None
+        keys = sorted(registry.tasks)
+        if resume:
+            self._resume_pending = True
+        if resume and keys:
+            log.warning(
+                "%s: closing tasks %s without committing; they resume from the last commit when the "
+                "cluster answers again (giving up after cluster.unavailable.timeout.ms=%d)",
+                reason,
+                keys,
+                self.config.cluster_unavailable_timeout_ms,
+            )
+        collector = getattr(self, "collector", None)
+        if not self.config.exactly_once and collector is not None and self.producer is not None:
+            # records of uncommitted work are produced again when it is redone; delivered now they would
+            # only be orphans after the changelogs' last commit marker (in-flight ones may still land:
+            # the restore's markers handle those, as after a crash)
+            with contextlib.suppress(Exception):
+                self.producer.purge(in_queue=True, in_flight=False, blocking=False)
+                self.producer.poll(0)
+            collector.first_error = None
+            collector.changelog_offsets.clear()
+            collector.marker_due.clear()
+        for key in keys:
+            active = registry.remove(key)
+            if active is not None:
+                with contextlib.suppress(Exception):
+                    active.task.close(dirty=True)
+        self._publish_assignment()
+        self.lifecycle.transition(State.REBALANCING, strict=False)
+
+    def _resume_after_outage(self) -> None:
+        """The cluster answers again: check the topics (a broker may have lost them), then resume the
+        partitions the consumer still holds from their committed offsets. When the group dropped this
+        member meanwhile, the consumer rejoins by itself and ``_on_assign`` creates the tasks."""
+        assert self.plan is not None and self.registry is not None
+        created = validate_topics(self.plan, self.client)
+        if created:
+            log.warning("the cluster had lost internal topic(s) %s: created them again", created)
+        self._after_outage_producer()
+        assignment = self.consumer.assignment()
+        log.info(
+            "the Kafka cluster at %s answers again; %s",
+            self.config.bootstrap_servers,
+            f"resuming {len(assignment)} partitions from the last commit" if assignment else "rejoining",
+        )
+        registry = self.registry
+        idle = [
+            tp
+            for tp in assignment
+            if not any(k in registry.tasks for k in registry.keys_for([(tp.topic, tp.partition)]))
+        ]
+        if not idle:
+            return
+        for tp in self.consumer.committed(idle, timeout=30):
+            if tp.error is not None:
+                raise KafkaException(tp.error)
+            offset = tp.offset if tp.offset >= 0 else OFFSET_BEGINNING
+            self.consumer.seek(TopicPartition(tp.topic, tp.partition, offset))
+        keys = registry.keys_for([(tp.topic, tp.partition) for tp in idle])
+        self._create_tasks(keys)
+        self._publish_assignment()
+        self._reconcile_standbys()
+        self.lifecycle.transition(State.RUNNING, strict=False)
+
+    def _after_outage_producer(self) -> None:
+        """Exactly-once: start over with a new transactional producer, as Kafka Streams' handleLostAll
+        does under exactly_once_v2. The open transaction outlived ``transaction.timeout.ms`` during the
+        outage: the coordinator has aborted it and bumped the producer epoch, so the old producer is
+        fenced. ``init_transactions`` on the new one (same transactional.id) aborts whatever is left."""
+        if not self.config.exactly_once:
+            return
+        old, conf = self.producer, self._producer_conf
+        with contextlib.suppress(Exception):
+            old.purge(in_queue=True, in_flight=True, blocking=False)
+        producer = Producer(conf)
+        try:
+            producer.init_transactions(60)
+        except KafkaException as exc:
+            raise StreamhouseError(f"could not initialise the transactional producer again: {exc}") from exc
+        self.producer = producer
+        collector, committer = self.collector, self.committer
+        collector.producer, collector._produce, collector._poll = producer, producer.produce, producer.poll
+        collector.first_error = None
+        collector.changelog_offsets.clear()
+        committer.producer = producer
+        committer.txn_open = False
+        committer.fatal = False
+        log.info("exactly-once: a new transactional producer replaces the one of before the outage")
+
     # -- statistics ------------------------------------------------------------------------------------------
     def _on_stats(self, raw: str) -> None:
         try:
@@ -477,6 +715,14 @@ class StreamsApp(ProcessingLoop, RebalanceCallbacks, FailureAndShutdown):
             data = orjson.loads(raw)
         except Exception:
             return
+        if self.watchdog is not None:
+            self.watchdog.observe_stats(data.get("brokers") or {})
+            try:
+                self._check_cluster()
+            except BaseException as exc:
+                # raised by the loop after consume() returns, like a rebalance callback's error
+                if self._callback_error is None:
+                    self._callback_error = exc
         lag: dict[tuple[str, int], int] = {}
         for topic, t in (data.get("topics") or {}).items():
             for pid, p in (t.get("partitions") or {}).items():

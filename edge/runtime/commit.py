@@ -164,6 +164,12 @@ class Committer:
                 off = offsets.get((topic, p))
                 if off is not None:
                     t.committed[(topic, p)] = off
+            for tp in t.source_changelogs:
+                off = offsets.get(tp)
+                if off is not None:
+                    # a store restored from its source topic reflects it up to the committed offset
+                    # (Kafka checkpoints such a store at the committed offset)
+                    t.offsets[tp] = off - 1
         # 6. checkpoints (exactly-once: only on clean close)
         written = self.collector.changelog_offsets
         for t in tasks:

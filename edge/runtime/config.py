@@ -71,7 +71,8 @@ class StreamsConfig:
     #: restored state is the same). False: one changelog record per store write.
     changelog_collapse: bool = True
     max_poll_records: int = 1000
-    #: consume() timeout: a batch returns when full or after this long, so it bounds added latency
+    #: Kafka's ``poll.ms``: how long the stream thread blocks waiting for input when it has none; a
+    #: batch is handed over as soon as any record is there (up to ``max.poll.records``)
     poll_ms: int = 5
     restore_batch_records: int = 5000
     #: a changelog partition that yields nothing for this long while restoring is an error
@@ -81,6 +82,11 @@ class StreamsConfig:
     #: Kafka Streams' exactly-once default: a crashed instance's open transaction is aborted after this,
     #: which unblocks read_committed restores of its changelog partitions
     transaction_timeout_ms: int = 10_000
+    #: NOT in Kafka Streams (which retries forever; its nearest is ``task.timeout.ms``): once no broker
+    #: of the cluster has answered for this long, the instance stops in state ERROR (``streamhouse edge
+    #: run`` exits 1) instead of waiting forever. Shorter outages: the tasks are dropped after the
+    #: consumer's ``session.timeout.ms`` (state REBALANCING) and resume from the last commit.
+    cluster_unavailable_timeout_ms: int = 300_000
     #: ``fail`` | ``continue`` | ``dlq`` (``dlq`` needs ``errors.dead.letter.queue.topic.name``)
     default_deserialization_exception_handler: str = "fail"
     default_processing_exception_handler: str = "fail"
@@ -150,6 +156,7 @@ class StreamsConfig:
             ("restore.timeout.ms", self.restore_timeout_ms, 1),
             ("metadata.interval.ms", self.metadata_interval_ms, 1),
             ("transaction.timeout.ms", self.transaction_timeout_ms, 1000),
+            ("cluster.unavailable.timeout.ms", self.cluster_unavailable_timeout_ms, 1000),
             ("max.task.idle.ms", self.max_task_idle_ms, -1),
             ("buffered.records.per.partition", self.buffered_records_per_partition, 1),
             ("idle.stream.time.advance.ms", self.idle_stream_time_advance_ms, -1),
@@ -308,6 +315,7 @@ _INT_FIELDS = {
     "restore_timeout_ms",
     "metadata_interval_ms",
     "transaction_timeout_ms",
+    "cluster_unavailable_timeout_ms",
     "max_task_idle_ms",
     "buffered_records_per_partition",
     "idle_stream_time_advance_ms",
@@ -355,6 +363,7 @@ _ALIASES = {
     "restore.timeout.ms": "restore_timeout_ms",
     "metadata.interval.ms": "metadata_interval_ms",
     "transaction.timeout.ms": "transaction_timeout_ms",
+    "cluster.unavailable.timeout.ms": "cluster_unavailable_timeout_ms",
     "default.key.serde": "default_key_serde",
     "default.value.serde": "default_value_serde",
     "default.deserialization.exception.handler": "default_deserialization_exception_handler",

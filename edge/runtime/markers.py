@@ -13,6 +13,11 @@ orphans: they are not applied, and the task sends each orphan key's committed va
 to the changelog again -- a *compensation* -- before its next commit, so every later reader (restores,
 standbys) that does apply the orphans has them undone by the records that follow.
 
+Standbys apply every record, orphans included, and checkpoint at the last marker they saw, valid or
+not. A task restored over a standby's directory therefore first reads that checkpointed marker: if it
+is not committed (or gone), or if the changelog holds orphans after the last valid marker, the standby
+may have applied records of uncommitted input and the store is rebuilt from the changelog instead.
+
 Marker keys alternate between two values per changelog partition (the restored task continues with the
 key the last valid marker did not use): a compacted changelog keeps the latest record per key, so the
 last valid marker survives a newer, orphaned one. The keys start with a NUL byte and a name no serde

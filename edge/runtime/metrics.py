@@ -139,4 +139,21 @@ def render_metrics(app: StreamsApp) -> str:
             s.rebalances, **base
         )
     )
+    wd = getattr(app, "watchdog", None)
+    fams.append(
+        MetricFamily(
+            P + "cluster_unavailable_seconds",
+            "gauge",
+            "Seconds since no broker answered (0 while reachable); the app gives up at "
+            "cluster.unavailable.timeout.ms",
+        ).add(round(wd.unavailable_for, 3) if wd is not None else 0.0, **base)
+    )
+    limiter = getattr(app, "connection_log", None)
+    fams.append(
+        MetricFamily(
+            P + "connection_errors_total",
+            "counter",
+            "Broker connection failures reported by the Kafka clients (logged rate-limited)",
+        ).add(limiter.total if limiter is not None else 0, **base)
+    )
     return render(fams)

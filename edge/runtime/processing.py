@@ -1,9 +1,10 @@
 """The stream thread's processing loop: consume, process, punctuate, commit, answer queries.
 
-One loop iteration: ``consume()`` a batch (rebalance callbacks run inside it, see
-:mod:`edge.runtime.rebalance`), hand it to the tasks (:mod:`edge.runtime.record_order`: a task with one
-input partition processes its records at once, a task with several in timestamp order), poll the global,
-standby and producer clients, fire due wall-clock punctuators (on the timer, input or not) and advance
+One loop iteration: take up to ``max.poll.records`` fetched records (:func:`edge.runtime.fetch.fetch_ready`:
+at once when there are any, else blocking up to ``poll.ms`` for the first; rebalance callbacks run inside
+it, see :mod:`edge.runtime.rebalance`), hand them to the tasks (:mod:`edge.runtime.record_order`: a task
+with one input partition processes its records at once, a task with several in timestamp order), poll the
+global, standby and producer clients, fire due wall-clock punctuators (on the timer, input or not) and advance
 idle tasks' stream time (``idle.stream.time.advance.ms``), commit when the interval passed or a processor
 asked (:mod:`edge.runtime.commit` for the order), run queued interactive queries, and once a second
 refresh metrics and standbys.
@@ -20,6 +21,7 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from edge.runtime.commit import TransactionAbortedError
+from edge.runtime.fetch import fetch_ready
 
 log = logging.getLogger(__name__)
 
@@ -48,8 +50,9 @@ class ProcessingLoop:
         router = self.router
         grouped = registry.grouped  # live view: tasks with several input partitions
         idle_advance = cfg.idle_stream_time_advance_ms >= 0
+        fetch = fetch_ready  # what is fetched, at once; blocks up to poll.ms only when there is nothing
         while not self._stop.is_set():
-            msgs = consumer.consume(max_records, poll_s)
+            msgs = fetch(consumer, max_records, poll_s)
             if self._callback_error is not None:
                 exc, self._callback_error = self._callback_error, None
                 raise exc

@@ -17,6 +17,8 @@ delivery report, not before the send.
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Callable
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Producer
@@ -69,6 +71,8 @@ class KafkaCollector:
         self.dlq_failed = 0
         #: dead letters acknowledged by the broker
         self.dlq_delivered = 0
+        #: set by the runtime: True while no broker answers (ends a flush early)
+        self.cluster_unreachable: Callable[[], bool] = lambda: False
 
     # -- RecordCollector ------------------------------------------------------------------------------
     def send(
@@ -236,8 +240,20 @@ class KafkaCollector:
         self.changelog_offsets[(msg.topic(), msg.partition())] = msg.offset()
 
     def flush(self, timeout_s: float = 60.0) -> None:
-        """Wait for every queued record; raise if any failed (at-least-once: nothing is committed then)."""
-        remaining = self.producer.flush(timeout_s)
+        """Wait for every queued record; raise if any failed (at-least-once: nothing is committed then).
+
+        Waits in slices of a second and stops early once ``cluster_unreachable()`` says no broker
+        answers (:mod:`edge.runtime.connectivity`): the commit then fails at once instead of blocking
+        the stream thread for ``timeout_s``, and the tasks resume from the last commit later."""
+        deadline = time.monotonic() + timeout_s
+        remaining = self.producer.flush(min(timeout_s, 1.0))
+        while remaining and (left := deadline - time.monotonic()) > 0:
+            if self.cluster_unreachable():
+                raise ProducerSendError(
+                    f"{remaining} records were not delivered: no broker of the cluster answers",
+                    error=KafkaError(KafkaError._ALL_BROKERS_DOWN),
+                )
+            remaining = self.producer.flush(min(left, 1.0))
         if remaining:
             raise ProducerSendError(f"{remaining} records were not delivered within {timeout_s:.0f}s")
         self.raise_if_failed()

@@ -18,6 +18,7 @@ from edge.runtime.restore import RestoreProgress
 from edge.runtime.standby import standby_wanted
 from edge.runtime.state import State
 from edge.runtime.tasks import TaskKey
+from edge.runtime.topics import validate_topics
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +47,17 @@ class RebalanceCallbacks:
         self.stats.rebalances += 1
         self.lifecycle.transition(State.REBALANCING, strict=False)
         registry = self.registry
-        assert registry is not None
+        assert registry is not None and self.plan is not None
+        # Kafka Streams' assignor checks the topics at every rebalance: a source topic may be gone and an
+        # internal one re-created by someone else with another partition count (raises; fatal)
+        created = validate_topics(self.plan, self.client)
+        if created:
+            log.warning("internal topic(s) %s were missing: created them again", created)
+        if self._resume_pending:
+            # back after an outage, and the group assigned partitions again: they start from the commit
+            self._resume_pending = False
+            self.connection_log.reachable_again()
+            self._after_outage_producer()
         keys = [
             k
             for k in registry.keys_for([(tp.topic, tp.partition) for tp in partitions])
@@ -128,19 +139,22 @@ class RebalanceCallbacks:
             self._publish_assignment()
 
     def _on_lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        registry = self.registry
-        assert registry is not None
+        """The group dropped this member (session expired): no tasks until it rejoins (REBALANCING).
+
+        With the cluster unreachable, aborting an open transaction would only block for its timeout:
+        exactly-once starts over with a new transactional producer once the cluster answers again
+        (``_after_outage_producer``, from ``_resume_after_outage`` or the next ``_on_assign``)."""
         log.warning(
             "lost partitions %s (session expired): closing their tasks without committing", partitions
         )
-        with contextlib.suppress(Exception):
-            self.committer.abort()
-        for key in list(registry.tasks):
-            active = registry.remove(key)
-            if active is not None:
-                with contextlib.suppress(Exception):
-                    active.task.close(dirty=True)
-        self._publish_assignment()
+        if self.watchdog is None or self.watchdog.reachable:
+            with contextlib.suppress(Exception):
+                self.committer.abort()
+            self._drop_tasks("partitions lost", resume=False)
+            # the broker may have restarted without its topics: check them before waiting to rejoin
+            self._resume_pending = True
+        else:
+            self._drop_tasks("partitions lost while the cluster is unreachable", resume=True)
 
     def _publish_assignment(self) -> None:
         registry = self.registry

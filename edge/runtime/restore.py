@@ -12,13 +12,16 @@ from __future__ import annotations
 import logging
 import struct
 import time
+from bisect import bisect_left
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from itertools import compress, groupby
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, TopicPartition
+from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
 
 from edge.errors import StreamhouseError
+from edge.runtime.fetch import fetch_ready
 from edge.runtime.markers import MARKER_KEYS, is_marker, marker_is_committed
 
 #: the 8-byte big-endian timestamp prefix of a timestamped store value (ValueAndTimestampSerde)
@@ -82,6 +85,13 @@ class RestoreTarget:
     #: the local state may hold records after the last valid marker (a former standby's directory):
     #: if there are orphans, the store must be rebuilt from scratch
     may_hold_orphans: bool = False
+    #: offset of the commit marker a former standby checkpointed at (``start_offset - 1``): the standby
+    #: applied every record before it without knowing whether that marker was ever committed, so the
+    #: reader starts at it and the store is rebuilt unless it is there and committed (None: no check)
+    verify_offset: int | None = None
+    #: why the store must be rebuilt from scratch instead of restored on top of its local state ("": it
+    #: need not); set with ``ahead_of_changelog``
+    rebuild_reason: str = ""
     #: keys of records after the last committed marker (not applied; the task compensates them)
     orphans: set[bytes] = field(default_factory=set)
     #: index in MARKER_KEYS of the last committed marker seen (None: none seen)
@@ -92,6 +102,9 @@ class RestoreTarget:
     #: store's are timestamped, so each value gets the record's timestamp prefixed (Kafka's
     #: ``RecordConverters.rawValueToTimestampedValue``)
     source_topic: bool = False
+    #: the restore ends before this offset (a source topic: the group's committed offset, as Kafka's
+    #: StoreChangelogReader ends a source-topic restore; the task processes the rest). None: at the end
+    stop_offset: int | None = None
 
 
 class ChangelogReader:
@@ -150,7 +163,14 @@ class ChangelogReader:
             by_tp[key] = t
         consumer = self._get_consumer()
         consumer.assign(
-            [TopicPartition(t, p, max(0, tg.progress.start_offset)) for (t, p), tg in by_tp.items()]
+            [
+                TopicPartition(
+                    t,
+                    p,
+                    tg.verify_offset if tg.verify_offset is not None else max(0, tg.progress.start_offset),
+                )
+                for (t, p), tg in by_tp.items()
+            ]
         )
         pending = set(by_tp)
         heard: set[tuple[str, int]] = set()
@@ -162,7 +182,7 @@ class ChangelogReader:
             while pending:
                 if should_stop():
                     return
-                msgs = consumer.consume(self.batch_records, 0.2)
+                msgs = fetch_ready(consumer, self.batch_records, 0.2)
                 now = time.monotonic()
                 if self.silent_ahead_s is not None and now - started > self.silent_ahead_s:
                     for tp in sorted(pending - heard):
@@ -191,6 +211,7 @@ class ChangelogReader:
                         )
                     continue
                 last_activity = now
+                msgs = self._apply_runs(msgs, by_tp, pending, heard)
                 batches: dict[tuple[str, int], list[tuple[bytes, bytes | None]]] = {}
                 finished: list[tuple[str, int]] = []
                 for msg in msgs:
@@ -211,13 +232,21 @@ class ChangelogReader:
                     if target is None or tp not in pending:
                         continue
                     offset = msg.offset()
+                    if target.stop_offset is not None and offset >= target.stop_offset:
+                        finished.append(tp)  # reached the restore end (see RestoreTarget.stop_offset)
+                        continue
+                    key = msg.key()
+                    if target.verify_offset is not None:
+                        if not self._verified(target, offset, key, msg.value()):
+                            pending.discard(tp)
+                            target.progress.finished_at = now
+                        continue
                     if target.progress.restored == 0 and offset < target.progress.start_offset:
                         # the broker reset us below the checkpoint: the changelog lost data we have
                         target.ahead_of_changelog = True
                     batch = batches.get(tp)
                     if batch is None:
                         batch = batches[tp] = []
-                    key = msg.key()
                     if target.committed is not None:
                         if is_marker(key):
                             if marker_is_committed(msg.value(), target.committed):
@@ -245,12 +274,20 @@ class ChangelogReader:
                     if tp in pending:
                         pending.discard(tp)
                         target = by_tp[tp]
+                        if target.verify_offset is not None:
+                            # the partition ends before the standby's checkpointed marker
+                            self._verified(target, -1, None, None)
                         if target.held:
                             # after the last committed marker: input never committed
                             target.orphans.update(k for k, _ in target.held)
                             target.held = []
                             if target.may_hold_orphans:
                                 target.ahead_of_changelog = True
+                                target.rebuild_reason = (
+                                    f"a standby wrote it and may have applied the changelog's "
+                                    f"{len(target.orphans)} orphan key(s) (records after the last "
+                                    f"committed marker)"
+                                )
                         target.progress.finished_at = time.monotonic()
                         self._log_done(target.progress)
                 if self.on_progress is not None:
@@ -279,6 +316,31 @@ class ChangelogReader:
                 pass
 
     @staticmethod
+    def _verified(target: RestoreTarget, offset: int, key: bytes | None, value: bytes | None) -> bool:
+        """Check the first record read for a target with ``verify_offset``: it must be the commit marker
+        the standby checkpointed at, and committed. Otherwise the standby's state ends on records of
+        input that was never committed (it cannot tell which), so the store is rebuilt from scratch."""
+        expected = target.verify_offset
+        target.verify_offset = None
+        if offset == expected and is_marker(key) and target.committed is not None:
+            if marker_is_committed(value, target.committed):
+                target.marker_index = MARKER_KEYS.index(key)  # type: ignore[arg-type]
+                return True
+            what = "a commit marker whose input offsets were never committed"
+        elif offset == expected:
+            what = "no commit marker"
+        elif offset < 0:
+            what = "missing (the partition ends before it)"
+        else:
+            what = f"missing (the next record is at offset {offset}: compacted away?)"
+        target.ahead_of_changelog = True
+        target.rebuild_reason = (
+            f"a standby wrote it up to changelog offset {expected}, and that record is {what}: the "
+            f"state may hold records of uncommitted input"
+        )
+        return False
+
+    @staticmethod
     def _log_done(p: RestoreProgress) -> None:
         rate = p.restored / p.elapsed_s if p.elapsed_s > 0 else 0.0
         log.info(
@@ -301,3 +363,133 @@ class ChangelogReader:
                 self._consumer.close()
             finally:
                 self._consumer = None
+
+    # -- the batch path -------------------------------------------------------------------------------
+    def _apply_runs(
+        self,
+        msgs: list[Any],
+        by_tp: dict[tuple[str, int], RestoreTarget],
+        pending: set[tuple[str, int]],
+        heard: set[tuple[str, int]],
+    ) -> list[Any]:
+        """Apply the plain runs of ``msgs`` a run at a time; return the messages left for the per-record
+        loop of :meth:`restore`, in their order.
+
+        A restore is bounded by Python's per-record work, so the common case -- consecutive records of one
+        partition being restored, without errors -- is taken column-wise: keys, values and offsets come
+        out of the messages through ``map`` (no bytecode per record), commit markers are found with
+        ``list.index``, and each run is applied with one ``apply`` call (one RocksDB WriteBatch). The
+        per-record loop keeps every case that needs a look at single records: errors and end-of-partition
+        events, the first records of a target (checkpoint checks, ``verify_offset``), and everything of a
+        partition after its first such record, so each partition's records are applied in offset order.
+        """
+        n = len(msgs)
+        if n < _MIN_RUN:
+            return msgs
+        # positions of messages carrying an error (end-of-partition events), by truthiness: comparing a
+        # KafkaError with None (``list.count(None)``) leaves a stray exception set in confluent-kafka
+        bad = list(compress(range(n), map(_error, msgs)))
+        topics = list(map(_topic, msgs))
+        parts = list(map(_partition, msgs))
+        if topics.count(topics[0]) == n and parts.count(parts[0]) == n:
+            tps: list[tuple[str, int]] = [(topics[0], parts[0])] * n  # one partition: one run
+        else:
+            tps = list(zip(topics, parts, strict=True))
+        left: list[Any] = []
+        slow: set[tuple[str, int]] = set()
+        applied: list[RestoreTarget] = []
+        i = 0
+        for tp, group in groupby(tps):
+            j = i + len(list(group))
+            target = by_tp.get(tp)
+            if (
+                tp in slow
+                or target is None
+                or tp not in pending
+                or target.verify_offset is not None
+                or (bad and _any_in(bad, i, j))
+                or (target.progress.restored == 0 and msgs[i].offset() < target.progress.start_offset)
+                or (target.stop_offset is not None and msgs[j - 1].offset() >= target.stop_offset)
+            ):
+                slow.add(tp)
+                left.extend(msgs[i:j])
+                i = j
+                continue
+            heard.add(tp)
+            self._apply_run(target, msgs[i:j])
+            applied.append(target)
+            i = j
+        if self.on_progress is not None:
+            for target in applied:
+                self.on_progress(target.progress)
+        return left
+
+    @staticmethod
+    def _apply_run(target: RestoreTarget, run: list[Any]) -> None:
+        """Apply consecutive error-free records of one partition (see :meth:`_apply_runs`)."""
+        keys = list(map(_key, run))
+        values = list(map(_value, run))
+        progress = target.progress
+        if target.source_topic:
+            pack = _TIMESTAMP.pack
+            stamps = [t[1] for t in map(_timestamp, run)]
+            values = [None if v is None else pack(ts) + v for ts, v in zip(stamps, values, strict=True)]
+        # a source topic's records are all data, as in the per-record loop
+        markers = [] if target.source_topic else _marker_positions(keys)
+        if target.committed is None:
+            # every record but the markers, in order
+            batch: list[tuple[bytes, bytes | None]] = []
+            start = 0
+            for m in markers:
+                batch.extend(zip(keys[start:m], values[start:m], strict=True))
+                start = m + 1
+            batch.extend(zip(keys[start:], values[start:], strict=True))
+            progress.last_offset = run[-1].offset()
+        else:
+            # records are held until a committed marker proves their input committed (see restore())
+            held = target.held
+            batch = []
+            start = 0
+            for m in markers:
+                held.extend(zip(keys[start:m], values[start:m], strict=True))
+                start = m + 1
+                if marker_is_committed(values[m], target.committed):
+                    batch.extend(held)
+                    held.clear()
+                    target.marker_index = MARKER_KEYS.index(keys[m])
+                    progress.last_offset = run[m].offset()
+            held.extend(zip(keys[start:], values[start:], strict=True))
+        if batch:
+            target.apply(batch)
+            progress.restored += len(batch)
+
+
+#: fewer messages than this go through the per-record loop only (column-wise setup costs more)
+_MIN_RUN = 32
+_error = Message.error
+_topic = Message.topic
+_partition = Message.partition
+_key = Message.key
+_value = Message.value
+_timestamp = Message.timestamp
+
+
+def _any_in(positions: list[int], start: int, stop: int) -> bool:
+    """Whether the sorted ``positions`` hold one in ``[start, stop)``."""
+    k = bisect_left(positions, start)
+    return k < len(positions) and positions[k] < stop
+
+
+def _marker_positions(keys: list[bytes | None]) -> list[int]:
+    """Indexes of commit markers in ``keys``, ascending (``list.index`` scans in C; markers are rare)."""
+    found: list[int] = []
+    for marker in MARKER_KEYS:
+        at = -1
+        while True:
+            try:
+                at = keys.index(marker, at + 1)
+            except ValueError:
+                break
+            found.append(at)
+    found.sort()
+    return found

@@ -44,7 +44,10 @@ class StandbyTask:
     dirty: bool = False
     #: at-least-once: offsets the checkpoint records -- the last commit marker applied, never a
     #: record after it (those may be orphans; see :mod:`edge.runtime.markers`), so a promotion re-reads
-    #: them and detects orphans. None: checkpoint the last applied record (exactly-once: no markers)
+    #: them and detects orphans. A standby cannot tell whether that marker's input offsets were ever
+    #: committed (its writer may have died in between), so the promotion's restore reads the marker
+    #: itself first and rebuilds the store unless it is committed (``RestoreTarget.verify_offset``).
+    #: None: checkpoint the last applied record (exactly-once: no markers)
     marked: dict[tuple[str, int], int] | None = None
 
     @property

@@ -9,7 +9,8 @@ wiped and rebuilt from the changelog from offset 0. A corrupt checkpoint or stor
 At-least-once (see :mod:`edge.runtime.markers`): a restore reads the group's committed offsets of the
 task's input partitions first, applies only the changelog records up to the last commit marker those
 offsets cover, and sends a compensation for every orphan key after it. A directory last written by a
-standby (``STANDBY_MARK``) may hold orphans: it is rebuilt from scratch when the changelog has any.
+standby (``STANDBY_MARK``) may hold orphans: it is rebuilt from scratch when the changelog has any, or
+when the marker the standby checkpointed at is not committed.
 Restored stores then defer their writes to the post-commit step (local state never runs ahead of the
 committed offsets).
 """
@@ -91,6 +92,12 @@ class ActiveTask:
     def changelog_partitions(self) -> list[tuple[str, int]]:
         return [(topic, self.key[1]) for topic in self.changelogs.values()]
 
+    @property
+    def source_changelogs(self) -> list[tuple[str, int]]:
+        """Changelog partitions that are input partitions too (``topology.optimization``)."""
+        sources = self.task.source_topics
+        return [(topic, self.key[1]) for topic in self.changelogs.values() if topic in sources]
+
     def positions(self, prepared: dict[tuple[str, int], int]) -> dict[tuple[str, int], int]:
         """Next offsets of every input partition of the task: the commit's, else the committed ones."""
         p = self.key[1]
@@ -158,6 +165,8 @@ class TaskFactory:
         self.on_restore = on_restore
         #: at-least-once: reads the group's committed offsets (None: restore every changelog record)
         self.committed_offsets = None if exactly_once else committed_offsets
+        #: reads them for restores from a source topic (``topology.optimization``), which end at them
+        self.source_committed_offsets = committed_offsets
 
     def task_dir(self, key: TaskKey) -> Path:
         return task_dir(self.state_dir, self.application_id, task_name(key))
@@ -195,6 +204,11 @@ class TaskFactory:
                         for topic in t.task.source_topics
                         if (topic, p) in committed
                     }
+            elif self.source_committed_offsets is not None:
+                wanted = [(topic, t.key[1]) for t in tasks for topic in t.source_changelogs]
+                committed = self.source_committed_offsets(wanted) if wanted else {}
+                for t in tasks:
+                    t.committed = {tp: committed[tp] for tp in t.source_changelogs if tp in committed}
             self._restore(tasks, should_stop)
             # processors start only on restored stores (Kafka: restore, then init the topology)
             for t in tasks:
@@ -262,12 +276,19 @@ class TaskFactory:
                     target = RestoreTarget(store.restore_batch, progress)
                     # a source topic reused as changelog (topology.optimization) carries no commit markers
                     target.source_topic = topic in t.task.source_topics
+                    if target.source_topic:
+                        # Kafka restores a source-topic store up to the committed offset only; the
+                        # task then processes the rest (no committed offset yet: all of it)
+                        target.stop_offset = t.committed.get((topic, p), 0)
                     if marking and not target.source_topic:
                         target.committed = t.committed
-                        target.may_hold_orphans = from_standby and start > 0
+                        # a standby may have applied records after the last committed marker, and
+                        # it checkpoints at markers it cannot tell are committed: both are checked
+                        target.may_hold_orphans = from_standby
+                        target.verify_offset = start - 1 if from_standby and start > 0 else None
                     targets.append((t, target))
             self.reader.restore([tg for _, tg in targets], should_stop)
-            rebuild: set[TaskKey] = set()
+            rebuild: dict[TaskKey, str] = {}
             for t, tg in targets:
                 pr = tg.progress
                 if pr.last_offset >= 0:
@@ -275,21 +296,26 @@ class TaskFactory:
                 if self.on_restore is not None:
                     self.on_restore(pr)
                 if tg.ahead_of_changelog:
-                    rebuild.add(t.key)
+                    rebuild.setdefault(t.key, tg.rebuild_reason)
+            # tasks kept as restored compensate now, even when others are rebuilt: a task left with
+            # uncompensated orphans would later commit a marker after them and so validate them
+            for t, tg in targets:
+                if t.key in rebuild:
+                    continue
+                if tg.marker_index is not None:
+                    t.marker_index[(tg.progress.topic, tg.progress.partition)] = 1 - tg.marker_index
+                if tg.orphans:
+                    self._compensate(t, tg)
             if not rebuild:
-                for t, tg in targets:
-                    if tg.marker_index is not None:
-                        t.marker_index[(tg.progress.topic, tg.progress.partition)] = 1 - tg.marker_index
-                    if tg.orphans:
-                        self._compensate(t, tg)
                 return
             fresh_list = []
             for t in pending:
                 if t.key not in rebuild:
                     continue
                 log.warning(
-                    "local state of task %s is ahead of its changelog (was the topic recreated?); rebuilding",
+                    "local state of task %s cannot be restored on: %s; rebuilding it from the changelog",
                     t.id,
+                    rebuild[t.key] or "it is ahead of its changelog (was the topic recreated?)",
                 )
                 t.task.close()
                 wipe_task_state(t.dir)

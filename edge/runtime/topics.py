@@ -1,9 +1,17 @@
 """Which topics an application reads, writes and owns, and their partition counts.
 
-Checked and created once at start: external source topics must exist; every sub-topology's source
-topics must have the same partition count (co-partitioning: a task reads partition *p* of each, so a
-join would otherwise miss matches); repartition topics get the partition count of the sub-topology that
-writes them; changelog topics (compacted) get the count of the sub-topology that owns the store.
+Planned once at start: external source topics must exist; every sub-topology's source topics must have
+the same partition count (co-partitioning: a task reads partition *p* of each, so a join would otherwise
+miss matches); repartition topics get the partition count of the sub-topology that writes them;
+changelog topics (compacted) get the count of the sub-topology that owns the store; the instances topic
+has one partition.
+
+Checked at start and again after every rebalance and every reconnection to the cluster
+(:func:`validate_topics`), as Kafka Streams' assignor does: a missing source topic is a
+:class:`MissingSourceTopicError` (Kafka's ``MissingSourceTopicException``), a missing internal topic is
+created, and an internal topic with another partition count than planned is an
+:class:`InternalTopicPartitionsError` -- it would mean a changelog partition no longer matches its task
+(a broker that lost its topics and re-created them with its default count, or a hand-made topic).
 """
 
 from __future__ import annotations
@@ -29,6 +37,12 @@ class CoPartitioningError(TopologyError):
     pass
 
 
+class InternalTopicPartitionsError(StreamhouseError):
+    """An internal topic (changelog, repartition, instances) or a source topic has another partition
+    count than the application's tasks were planned with (Kafka Streams: "Existing internal topic ... has
+    invalid partitions")."""
+
+
 def metadata_topic_name(application_id: str) -> str:
     return f"{application_id}-instances"
 
@@ -47,6 +61,9 @@ class TopicPlan:
     subtopologies: dict[int, SubtopologyPlan]
     global_topics: dict[str, int]
     internal: list[TopicSpec]
+    application_id: str = ""
+    #: internal topic -> what it is (for error messages)
+    roles: dict[str, str] = field(default_factory=dict)
 
     def task_ids(self) -> list[tuple[int, int]]:
         return [(st.id, p) for st in self.subtopologies.values() for p in range(st.partitions)]
@@ -117,9 +134,7 @@ def plan_topics(
         requested = topology.repartition_topics(application_id)
     for t in internal_names:
         resolved = resolve(t, application_id)
-        if resolved in existing:
-            counts[t] = existing[resolved]
-        elif requested.get(resolved):
+        if requested.get(resolved):
             counts[t] = int(requested[resolved])  # Repartitioned.with_number_of_partitions(n)
     # Kafka's CopartitionedTopicsEnforcer: an internal topic read beside external topics (the other side
     # of a join: a foreign-key join's subscription topic beside the right table, its response topic
@@ -143,8 +158,15 @@ def plan_topics(
                     changed = True
         if not changed:
             break
+    # Only what the topology cannot tell (it always can for repartition topics written by a
+    # sub-topology) falls back to an existing topic's count; everything else is then validated.
+    for t in internal_names:
+        resolved = resolve(t, application_id)
+        if t not in counts and resolved in existing:
+            counts[t] = existing[resolved]
     plans: dict[int, SubtopologyPlan] = {}
     internal: list[TopicSpec] = []
+    roles: dict[str, str] = {}
     for st in subs:
         per_topic = {resolve(t, application_id): counts.get(t) for t in st.source_topics}
         unknown = [t for t, n in per_topic.items() if n is None]
@@ -163,6 +185,7 @@ def plan_topics(
         partitions = distinct.pop()
         for t in st.source_topics:
             if t in internal_names:
+                roles[resolve(t, application_id)] = f"repartition topic read by sub-topology {st.id}"
                 # Kafka Streams' repartition topic settings: records are purged by the app once consumed,
                 # never by time (event times of replayed or late data may be far in the past)
                 internal.append(
@@ -179,6 +202,7 @@ def plan_topics(
             topic = changelogs.get(store)
             stores[store] = topic
             if topic is not None:
+                roles[topic] = f"changelog of store {store!r} in sub-topology {st.id}"
                 cfg = {"cleanup.policy": "compact", **_store_changelog_config(topology, store)}
                 internal.append(TopicSpec(topic, partitions, replication_factor, config=cfg))
         plans[st.id] = SubtopologyPlan(st.id, list(per_topic), partitions, stores)
@@ -187,8 +211,55 @@ def plan_topics(
             metadata_topic_name(application_id), 1, replication_factor, config={"cleanup.policy": "compact"}
         )
     )
-    return TopicPlan(plans, globals_, internal)
+    roles[metadata_topic_name(application_id)] = "instances topic (who hosts what)"
+    return TopicPlan(plans, globals_, internal, application_id, roles)
+
+
+def validate_topics(plan: TopicPlan, client: KafkaClientConfig) -> list[str]:
+    """Check the source and internal topics against the plan; create missing internal topics.
+
+    Returns the internal topics created. Raises :class:`MissingSourceTopicError` when a source topic is
+    gone (internal topics are then left alone: the application cannot run anyway) and
+    :class:`InternalTopicPartitionsError` naming the first topic whose partition count is not the planned
+    one -- an exact match, because task *p* writes partition *p* of its changelogs and reads partition *p*
+    of its repartition topics.
+    """
+    existing = _partition_counts(client)
+    internal_names = {spec.name for spec in plan.internal}
+    app = plan.application_id or "the application"
+    missing = sorted(
+        {t for t in plan.source_topics() if t not in internal_names and t not in existing}
+        | {t for t in plan.global_topics if t not in existing}
+    )
+    if missing:
+        raise MissingSourceTopicError(
+            f"source topic(s) {', '.join(repr(t) for t in missing)} of application {app!r} do not exist "
+            "(deleted, or the broker lost its topics); create them and restart the application"
+        )
+    for st in plan.subtopologies.values():
+        for topic in st.source_topics:
+            actual = existing.get(topic)
+            if topic not in internal_names and actual != st.partitions:
+                raise InternalTopicPartitionsError(
+                    f"source topic {topic!r} has {actual} partitions but application {app!r} was planned "
+                    f"with {st.partitions} (its tasks and changelogs are sized for that); restore the "
+                    "topic's partition count or reset the application (a new application.id)"
+                )
+    to_create = []
+    for spec in plan.internal:
+        actual = existing.get(spec.name)
+        if actual is None:
+            to_create.append(spec)
+        elif actual != spec.partitions:
+            role = plan.roles.get(spec.name, "internal topic")
+            raise InternalTopicPartitionsError(
+                f"existing internal topic {spec.name!r} ({role}) has invalid partitions: expected: "
+                f"{spec.partitions}; actual: {actual}. Delete the topic (or reset the application "
+                f"{app!r}) before starting it again"
+            )
+    return create_topics(client, to_create)
 
 
 def ensure_internal_topics(plan: TopicPlan, client: KafkaClientConfig) -> list[str]:
-    return create_topics(client, plan.internal)
+    """Start-up check: :func:`validate_topics` (kept under the name callers know)."""
+    return validate_topics(plan, client)

@@ -241,13 +241,23 @@ class CachingKeyValueStore:
         if listener is None:
             self.wrapped.put_all(entries)
             return
-        olds = self.wrapped.get_many([e[0] for e in entries])
-        # Key absent below and deleted in cache: nothing to write nor forward (Kafka Streams does the same).
-        pairs = [
-            (e, old) for e, old in zip(entries, olds, strict=True) if e[1] is not None or old is not None
-        ]
-        self.wrapped.put_all([e for e, _ in pairs])
         send_old = self._send_old
+        if send_old:
+            olds = self.wrapped.get_many([e[0] for e in entries])
+            # Key absent below and deleted in cache: nothing to write nor forward (as Kafka Streams).
+            pairs = [
+                (e, old) for e, old in zip(entries, olds, strict=True) if e[1] is not None or old is not None
+            ]
+        else:
+            # Without old values Kafka reads the store only for a delete (to skip one of an absent key):
+            # flushing a table's initial load costs no read per key
+            deletes = [e[0] for e in entries if e[1] is None]
+            present: set[bytes] = set()
+            if deletes:
+                olds = self.wrapped.get_many(deletes)
+                present = {k for k, old in zip(deletes, olds, strict=True) if old is not None}
+            pairs = [(e, None) for e in entries if e[1] is not None or e[0] in present]
+        self.wrapped.put_all([e for e, _ in pairs])
         for (k, v, ts), old in pairs:
             h = headers.get(k) if headers else None
             if h is None:

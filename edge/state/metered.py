@@ -17,6 +17,15 @@ from edge.state.api import FlushListener, StoreContext, StoreMetrics, changelog_
 from edge.state.iterators import DeserializingIterator
 
 
+def DISCARD_CHANGES(*_: Any) -> None:
+    """The flush listener of a table node without children (a sentinel, compared by identity): see
+    :meth:`MeteredKeyValueStore.set_flush_listener`."""
+
+
+def _discard(*_: Any) -> None:
+    """The bytes-level listener behind ``DISCARD_CHANGES`` (one call per flushed key, nothing else)."""
+
+
 class MeteredKeyValueStore:
     def __init__(self, wrapped, key_serde: Serde, value_serde: Serde) -> None:
         self.wrapped = wrapped
@@ -77,13 +86,19 @@ class MeteredKeyValueStore:
         self._bind()
 
     def set_flush_listener(self, listener: FlushListener | None, send_old_values: bool = True) -> bool:
-        """Returns True when the stack caches (the processor must not forward; the cache will)."""
+        """Returns True when the stack caches (the processor must not forward; the cache will).
+
+        ``listener=DISCARD_CHANGES``: the processor has nowhere to forward to (no children), so flushed
+        changes are not deserialized for it; the cache writes and skips exactly as with a listener."""
         layer = self.wrapped
         while layer is not None:
             setter = getattr(layer, "set_flush_listener", None)
             if setter is not None:
                 self._listener = listener
-                setter(None if listener is None else self._on_flush, send_old_values)
+                if listener is DISCARD_CHANGES:
+                    setter(_discard, send_old_values)
+                else:
+                    setter(None if listener is None else self._on_flush, send_old_values)
                 return True
             layer = getattr(layer, "wrapped", None)
         return False

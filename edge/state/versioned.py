@@ -23,6 +23,13 @@ record timestamps, and replaying the writes in order needs them. Its topic keeps
 ``min.compaction.lag.ms`` = history retention + 1 day (Kafka's setting), so compaction never removes
 history still readable. Versioned stores never cache (as in Kafka). Tombstones that become history are
 not stored (a lookup in a gap finds nothing, which is what a tombstone means).
+
+Under at-least-once (issue 16, :mod:`edge.runtime.markers`) an active task's store defers both layers'
+writes to the post-commit step like every other persistent store, and a restore compensates orphan
+changelog records with a *snapshot* record (flag byte 2 instead of 0/1, then every readable version of
+the key: valid_from, valid_to, value) that replaces all versions of the key wherever it is applied.
+Not undone: an orphan write's advance of the observed stream time on a store that applied it (history
+it expired stays expired); a standby that applied orphans is rebuilt anyway.
 """
 
 from __future__ import annotations
@@ -52,6 +59,10 @@ PUT_RETURN_CODE_NOT_PUT = -(1 << 63)
 _TS = struct.Struct(">q")
 _LEN = struct.Struct(">i")
 _MAX_TIME = (1 << 63) - 1
+#: flag byte of a changelog value that is a snapshot of every version of a key (a compensation)
+_SNAPSHOT = 2
+#: one version in a snapshot: valid_from, valid_to (``_MAX_TIME``: the latest), has a value, value length
+_VERSION = struct.Struct(">qq?i")
 
 
 class VersionedRecord(NamedTuple):
@@ -138,9 +149,40 @@ class VersionedBytesStore:
     def is_open(self) -> bool:
         return self._latest.is_open
 
+    @property
+    def defer_writes(self) -> bool:
+        """Deferred writes (set by the runtime on active tasks, issue 16): both layers keep their writes
+        in memory until :meth:`persist`, which the runtime calls after the input offsets are committed,
+        so neither the latest values nor the history ever run ahead of the committed input."""
+        return bool(getattr(self._latest, "defer_writes", False) or self._history.defer_writes)
+
+    @defer_writes.setter
+    def defer_writes(self, value: bool) -> None:
+        for layer in (self._latest, self._history):
+            if hasattr(layer, "defer_writes"):
+                layer.defer_writes = value
+
     def flush(self) -> None:
         self._history.flush()
         self._latest.flush()
+
+    def persist(self) -> None:
+        """Write both layers' buffered (now committed) writes. Two RocksDB instances, so a crash may
+        persist one and not the other; the checkpoint is written only after both, and replaying the
+        changelog's writes onto either combination ends in the same state."""
+        for layer in (self._history, self._latest):
+            persist = getattr(layer, "persist", None)
+            if persist is not None:
+                persist()
+            else:
+                layer.flush()
+
+    def discard_unflushed(self) -> None:
+        """Dirty close: drop both layers' uncommitted writes (that work is redone from the commit)."""
+        for layer in (self._history, self._latest):
+            discard = getattr(layer, "discard_unflushed", None)
+            if discard is not None:
+                discard()
 
     def close(self) -> None:
         errors = []
@@ -241,8 +283,59 @@ class VersionedBytesStore:
                     f"({None if data is None else len(data)} bytes)",
                     store=self.name,
                 )
+            if data[8] == _SNAPSHOT:
+                self._apply_snapshot(key, data)
+                continue
             timestamp, value = _decode(data)
             self.put(key, value, timestamp)
+
+    # -- compensation (at-least-once restores, :mod:`edge.runtime.markers`) ---------------------------
+    def _versions(self, key: bytes) -> list[tuple[int, int, bytes | None]]:
+        """Every readable version of ``key``: ``(valid_from, valid_to, value)``, the latest with
+        valid_to ``_MAX_TIME`` (its value None: deleted)."""
+        out = []
+        data = self._latest.get(key)
+        if data is not None:
+            ts, value = _decode(data)
+            out.append((ts, _MAX_TIME, value))
+        with self._history.range(_history_key(key, 0), _history_key(key, _MAX_TIME)) as it:
+            for store_key, hdata in it:
+                valid_from, value = _decode(hdata)
+                out.append((valid_from, _history_time(store_key), value))
+        return out
+
+    def changelog_value(self, key: bytes) -> bytes:
+        """A changelog value that sets ``key`` to exactly the versions this store holds: what a restore
+        sends for a key written after the last valid commit marker (an orphan). A plain versioned write
+        cannot undo one -- an orphan write newer than the latest value makes that value history, and
+        re-writing it older only lands in the history again -- so the record is a snapshot (flag 2)
+        that replaces every version of the key on whoever applies it."""
+        parts = [_TS.pack(-1), bytes([_SNAPSHOT])]
+        for valid_from, valid_to, value in self._versions(key):
+            parts.append(_VERSION.pack(valid_from, valid_to, value is not None, len(value or b"")))
+            if value:
+                parts.append(value)
+        return b"".join(parts)
+
+    def _apply_snapshot(self, key: bytes, data: bytes) -> None:
+        versions: list[tuple[int, int, bytes | None]] = []
+        pos = 9
+        while pos < len(data):
+            valid_from, valid_to, has_value, size = _VERSION.unpack_from(data, pos)
+            pos += _VERSION.size
+            versions.append((valid_from, valid_to, data[pos : pos + size] if has_value else None))
+            pos += size
+        with self._history.range(_history_key(key, 0), _history_key(key, _MAX_TIME)) as it:
+            stale = [store_key for store_key, _ in it]
+        for store_key in stale:
+            self._history.put(store_key, None, _history_time(store_key))
+        latest = None
+        for valid_from, valid_to, value in versions:
+            if valid_to == _MAX_TIME:
+                latest = _encode(valid_from, value)
+            elif value is not None:
+                self._history.put(_history_key(key, valid_to), _encode(valid_from, value), valid_to)
+        self._latest.put(key, latest)
 
 
 class MeteredVersionedKeyValueStore:

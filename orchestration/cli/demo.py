@@ -1,4 +1,4 @@
-"""``streamhouse demo``: run the main job end to end on the embedded defaults and print a summary."""
+"""``streamhouse demo``: the end-to-end demo into the project's lake and Dagster instance (``make demo``)."""
 
 from __future__ import annotations
 
@@ -13,12 +13,25 @@ import click
     show_default=True,
     help="How many demo events to produce.",
 )
-@click.option("--keep-broker", is_flag=True, help="Leave the embedded broker running afterwards.")
-def demo(events: int, keep_broker: bool) -> None:
-    """Produce demo events to Kafka and land them in the lakehouse, end to end.
+@click.option(
+    "--reset",
+    is_flag=True,
+    help="Start over: delete the lake's tables, their history in the Dagster instance and the edge "
+    "apps' local state before the run (done anyway when the broker lost the topics the lake came from).",
+)
+@click.option(
+    "--stop-broker",
+    is_flag=True,
+    help="Stop the local broker at the end (default: leave it running, recorded, for `make dagster`).",
+)
+def demo(events: int, reset: bool, stop_broker: bool) -> None:
+    """Produce sample events to Kafka, land them in the lakehouse and run the edge apps, end to end.
 
-    Uses the embedded broker unless STREAMHOUSE_BROKER_PROFILE=real, Spark at STREAMHOUSE_SPARK_MASTER
-    (default local[*]) and Delta tables under STREAMHOUSE_LAKE_ROOT (default .state/lake).
+    Everything goes where `make dagster` looks: the recorded local broker (started if none runs, left
+    running), unprefixed topics, the lake at STREAMHOUSE_LAKE_ROOT (default .state/lake) and the
+    Dagster instance at STREAMHOUSE_DAGSTER_HOME (default .state/dagster). Running it again adds a new
+    batch of events. A configured cluster (STREAMHOUSE_BOOTSTRAP_SERVERS) is used instead of the local
+    broker.
     """
     import warnings
 
@@ -28,4 +41,4 @@ def demo(events: int, keep_broker: bool) -> None:
     from orchestration.demo import run_demo
     from orchestration.settings import load_settings
 
-    run_demo(load_settings(), events=events, keep_broker=keep_broker)
+    run_demo(load_settings(), events=events, reset=reset, stop_broker=stop_broker)

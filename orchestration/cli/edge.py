@@ -4,7 +4,9 @@ ATTR may be a Topology, a StreamsBuilder, or a zero-argument function returning 
 from the platform settings (bootstrap servers, broker profile, Kafka client properties, state dir);
 ``-c key=value`` sets any runtime key (``num.standby.replicas=1``, ``commit.interval.ms=100``, ...).
 SIGTERM/SIGINT shut the instance down gracefully (commit, close stores, leave the group).
-Exit status: 0 after a requested shutdown, 1 when the app failed, 3 when a newer instance fenced it.
+Exit status: 0 after a requested shutdown, 1 when the app failed (also: the cluster was unreachable for
+``cluster.unavailable.timeout.ms``, a source topic vanished, an internal topic has the wrong partition
+count), 3 when a newer instance fenced it.
 """
 
 from __future__ import annotations
@@ -132,4 +134,7 @@ def run(
         click.echo("this instance was fenced by a newer instance with the same transactional.id", err=True)
         sys.exit(3)
     if app.state is State.ERROR:
+        if isinstance(app.error, StreamhouseError):
+            # the reason in one line at the end (the log above has the details)
+            click.echo(f"error: {app.error}", err=True)
         sys.exit(1)

@@ -16,8 +16,10 @@ from edge.errors import StreamhouseError
 from orchestration.cli.broker import broker
 from orchestration.cli.demo import demo
 from orchestration.cli.edge import edge
+from orchestration.cli.generate import generate
 from orchestration.cli.lake import describe, sql, tables
 from orchestration.cli.quality import check
+from orchestration.cli.replay import replay
 from orchestration.cli.topics import topics
 
 
@@ -33,12 +35,14 @@ def cli() -> None:
 
 cli.add_command(broker)
 cli.add_command(demo)
+cli.add_command(generate)
 cli.add_command(topics)
 cli.add_command(edge)
 cli.add_command(tables)
 cli.add_command(describe)
 cli.add_command(sql)
 cli.add_command(check)
+cli.add_command(replay)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -93,9 +93,22 @@ def check(tables: tuple[str, ...], days: tuple[str, ...], as_of: str | None, no_
     spark = _spark_factory(settings)
     run_name = f"cli-{uuid.uuid4().hex[:8]}"
     runs = [
-        run_suite(s, root, days=day_list, spark=spark, as_of=reference, docs_dir=docs_dir, run_name=run_name)
+        run_suite(
+            s,
+            root,
+            days=day_list,
+            spark=spark,
+            as_of=reference,
+            docs_dir=docs_dir,
+            run_name=run_name,
+            build_index=False,
+        )
         for s in suites
     ]
+    if docs_dir is not None:
+        from quality.gx import build_index
+
+        build_index(docs_dir)  # once, after every suite's pages
     errors = sum(len(r.errors) for r in runs)
     if fmt == "json":
         from orchestration.cli.lake import _echo_json

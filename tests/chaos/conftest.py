@@ -54,7 +54,11 @@ def record_figures(request: pytest.FixtureRequest, scale: Scale) -> Callable[...
     """``record_figures(**numbers)``: one row of the reliability report for this trial."""
 
     def _record(**numbers: Any) -> None:
-        _FIGURES.append({"trial": request.node.name, "scale": scale.name, **numbers})
+        kind = str(getattr(request.getfixturevalue("broker_kind"), "value", "tansu"))
+        broker = "apache kafka" if kind == "kafka" else "tansu (embedded)"
+        row = {"trial": request.node.name, "scale": scale.name, **numbers}
+        row.setdefault("broker", broker)
+        _FIGURES.append(row)
 
     return _record
 

@@ -36,8 +36,9 @@ class Lakehouse:
 
 @pytest.fixture
 def lakehouse(kafka_broker: KafkaClientConfig, spark, tmp_lake: Path) -> Callable[..., Lakehouse]:
+    from assets.resources import ExistingSparkResource
     from orchestration.definitions import build_definitions
-    from orchestration.resources import ExistingSparkResource, build_resources
+    from orchestration.resources import build_resources
     from orchestration.settings import Settings
 
     def _make(**resource_overrides) -> Lakehouse:

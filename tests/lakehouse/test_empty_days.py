@@ -15,8 +15,8 @@ from confluent_kafka import Producer
 
 from assets import sample_data
 from assets.delta import table_exists, table_version
+from assets.partitions import PARTITION_START
 from assets.sample_data import DEFAULT_START, iso_ms
-from orchestration.partitions import PARTITION_START
 from orchestration.pipeline import materializations, run_daily, run_ingest
 
 pytestmark = [pytest.mark.broker, pytest.mark.spark, pytest.mark.slow]

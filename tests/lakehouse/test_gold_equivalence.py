@@ -7,15 +7,12 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from dagster import build_multi_asset_sensor_context
+from dagster import AssetKey, evaluate_automation_conditions
 
 from assets import sample_data
-from assets.bronze.assets import BRONZE_TOPICS, bronze_key
 from assets.delta import history, read_arrow, table_version
 from assets.sample_data import DEFAULT_START
-from orchestration.partitions import contiguous_ranges
 from orchestration.pipeline import materializations, run_daily, run_ingest
-from orchestration.sensors import RANGE_END_TAG, RANGE_START_TAG, bronze_to_daily
 from tests.lakehouse import reference
 
 pytestmark = [pytest.mark.broker, pytest.mark.spark, pytest.mark.slow]
@@ -74,16 +71,14 @@ def test_gold_equals_duckdb_with_late_events_and_time_travel(lakehouse):
         1600, days=2, customers=15, invalid_ratio=0.02, duplicate_ratio=0.03, late_ratio=0.05
     )
     sample_data.produce(lh.client, batch1, prefix=lh.prefix)
+    # Declarative automation's first tick sets its baseline; the next derives the days from bronze.
+    tick = evaluate_automation_conditions(lh.defs, lh.instance)
     first = run_ingest(lh.defs, lh.instance)
     assert sorted(first.event_dates["orders"]) == ["2026-01-04", "2026-01-05", "2026-01-06"]
-    # The sensor derives the same partition range from the bronze materializations.
-    sensor_ctx = build_multi_asset_sensor_context(
-        monitored_assets=[bronze_key(t) for t in BRONZE_TOPICS], instance=lh.instance, definitions=lh.defs
-    )
-    requests = list(bronze_to_daily(sensor_ctx))
-    assert [(r.tags[RANGE_START_TAG], r.tags[RANGE_END_TAG]) for r in requests] == contiguous_ranges(
-        first.affected_days
-    )
+    # Declarative automation requests the same days from the bronze materializations.
+    tick = evaluate_automation_conditions(lh.defs, lh.instance, cursor=tick.cursor)
+    for key in (["silver", "orders"], ["gold", "revenue_tumbling_5m"]):
+        assert sorted(tick.get_requested_partitions(AssetKey(key))) == first.affected_days
     runs = run_daily(lh.defs, first.affected_days, lh.instance)
     assert [r.success for r in runs] == [True]
     con1 = reference.connect([batch1])

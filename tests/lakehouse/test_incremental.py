@@ -102,10 +102,12 @@ def test_silver_appends_new_records_and_gold_recomputes_only_changed_days(lakeho
     # Only the new bronze files: one per event day the four records fall on.
     assert s["rebuilt_days"] == [] and s["bronze_files_read"] == len({DAY2, existing_day})
     assert s["rows_written"] == 2 and s["duplicates_dropped"] == 1
-    assert mats["quarantine/orders"]["rows_written"] == 1
+    assert mats["quarantine/orders_quarantine"]["rows_written"] == 1
     assert _order_ids(silver) == sorted([*ids_before, "b-1", "b-2"])
     bad = read_arrow(quarantine).to_pylist()
-    assert [r["reason"] for r in bad if b"b-bad" in r["value"]] == ["quantity is not a int: lots"]
+    assert [r["reason"] for r in bad if b"b-bad" in r["value"]] == [
+        'quantity is not an int: received "lots" (a string)'
+    ]
 
     # Tumbling: only day 2 changed. Hopping: day 1 too (its last windows read day 2).
     t = mats["gold/revenue_tumbling_5m"]
@@ -130,7 +132,7 @@ def test_silver_appends_new_records_and_gold_recomputes_only_changed_days(lakeho
     assert DAY2.isoformat() in mats["silver/orders"]["rescanned_days"]
     assert mats["silver/orders"]["rows_written"] == 1
     assert _order_ids(silver) == sorted([*ids_before, "b-1", "b-2", "c-1"])
-    assert mats["quarantine/orders"]["rows_written"] == 0
+    assert mats["quarantine/orders_quarantine"]["rows_written"] == 0
 
     # The incrementally maintained tables equal a full refresh of the same days.
     incremental = {uri: sorted(map(str, read_arrow(uri).to_pylist())) for uri in (silver, tumbling, hopping)}
@@ -146,7 +148,7 @@ def test_silver_appends_new_records_and_gold_recomputes_only_changed_days(lakeho
     selection = [
         k
         for k in job.asset_layer.executable_asset_keys
-        if k.path[-1] in ("orders", "revenue_tumbling_5m", "revenue_hopping_10m")
+        if k.path[-1] in ("orders", "orders_quarantine", "revenue_tumbling_5m", "revenue_hopping_10m")
     ]
     result = job.execute_in_process(
         instance=lh.instance,

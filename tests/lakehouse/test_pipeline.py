@@ -7,8 +7,8 @@ import uuid
 import pytest
 
 from assets.delta import read_arrow
+from assets.resources import ExistingSparkResource
 from orchestration.pipeline import run_main_job
-from orchestration.resources import ExistingSparkResource
 from orchestration.settings import Settings
 
 
@@ -16,10 +16,11 @@ def test_definitions_load_with_jobs_schedules_and_sensor():
     from orchestration.definitions import defs
 
     assert {j for j in ("ingest_job", "daily_job", "maintenance_job") if defs.resolve_job_def(j)}
-    assert defs.resolve_sensor_def("bronze_to_daily")
-    assert defs.resolve_schedule_def("ingest_every_5_minutes")
+    assert defs.resolve_sensor_def("kafka_lag_sensor")
+    assert defs.resolve_sensor_def("daily_automation")
+    assert defs.resolve_schedule_def("maintenance_nightly")
     keys = {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()}
-    assert {"bronze/orders", "silver/orders", "quarantine/orders", "gold/orders_enriched"} <= keys
+    assert {"bronze/orders", "silver/orders", "quarantine/orders_quarantine", "gold/orders_enriched"} <= keys
 
 
 @pytest.mark.broker

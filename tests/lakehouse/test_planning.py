@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from assets import sample_data
-from orchestration.partitions import affected_days, contiguous_ranges
+from assets.partitions import affected_days, contiguous_ranges
 
 
 def test_sample_data_is_deterministic_and_injects_bad_records():

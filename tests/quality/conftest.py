@@ -37,12 +37,12 @@ class QualityLake:
 
 @pytest.fixture
 def quality_lake(kafka_broker: KafkaClientConfig, spark, tmp_lake: Path, tmp_path: Path) -> Callable:
+    from assets.resources import ExistingSparkResource
     from orchestration.definitions import build_definitions
-    from orchestration.resources import ExistingSparkResource
     from orchestration.settings import Settings
     from quality.checks import QualityResource
 
-    def _make(as_of: str) -> QualityLake:
+    def _make(as_of: str, data_docs: bool = True) -> QualityLake:
         prefix = f"q{uuid.uuid4().hex[:8]}."
         state = tmp_path / "state"
         settings = Settings(
@@ -51,7 +51,7 @@ def quality_lake(kafka_broker: KafkaClientConfig, spark, tmp_lake: Path, tmp_pat
             lake_root=tmp_lake,
             state_dir=state,
         )
-        quality = QualityResource(docs_dir=str(state / "quality"), as_of=as_of)
+        quality = QualityResource(docs_dir=str(state / "quality"), as_of=as_of, data_docs=data_docs)
         defs = build_definitions(
             settings, topic_prefix=prefix, spark=ExistingSparkResource(), quality=quality
         )

@@ -11,6 +11,7 @@ from edge.processor.api import ProcessorContext
 from edge.processor.context import forward_all
 from edge.processor.record import Change, Headers, Record
 from edge.serde import ValueAndTimestamp
+from edge.state.metered import DISCARD_CHANGES
 
 _tuple_new = tuple.__new__
 _new = object.__new__
@@ -34,7 +35,12 @@ class TableEmitter:
         if store_name is not None:
             self.store = context.get_state_store(store_name)
             self._put = self.store.put
-            self._caching = bool(self.store.set_flush_listener(self._on_flush, True))
+            # old values only when a downstream operator asked for them: flushing then reads no old
+            # value per key (Kafka's TimestampedTupleForwarder passes sendOldValues the same way)
+            # a node without children gets nothing from the flushed changes: the cache still writes
+            # them (and skips deletes of absent keys) but they are neither deserialized nor forwarded
+            listener = self._on_flush if getattr(context, "has_children", True) else DISCARD_CHANGES
+            self._caching = bool(self.store.set_flush_listener(listener, send_old_values))
             put_with_headers = getattr(self.store, "put_with_headers", None)
             if self._caching and put_with_headers is not None:
                 self._put = put_with_headers
@@ -43,10 +49,10 @@ class TableEmitter:
                 self._put = lambda key, value, timestamp, _headers: put(key, value, timestamp)
 
     def _on_flush(self, key: Any, new: Any, old: Any, timestamp: int, headers: Headers | None = None) -> None:
+        # the cache calls this only for a key that has a new value or had an old one (a delete of an
+        # absent key is skipped there); ``old`` is None unless old values are sent
         new_value = None if new is None else new[0]
-        old_value = None if old is None or not self._send_old_values else old[0]
-        if new_value is None and old is None:
-            return
+        old_value = None if old is None else old[0]
         self._forward(Record(key, Change(new_value, old_value), timestamp, headers))
 
     def emit(self, key: Any, new: Any, old: Any, timestamp: int, headers: Headers | None) -> None:

@@ -85,3 +85,49 @@ def test_source_table_is_restored_from_its_source_topic(kafka_broker, make_topic
         assert _value(second, "u17") == {"n": 17}
     finally:
         second.close(20)
+
+
+def test_source_table_restore_ends_at_the_committed_offset(kafka_broker, make_topic, unique_name, tmp_path):
+    """Kafka's StoreChangelogReader restores a source-topic store only up to the group's committed offset
+    (the task processes the rest, with the old values it needs), and checkpoints it at that offset."""
+    src = make_topic("users", 2)
+    state = Path(tmp_path) / "state"
+    config = {
+        "application.id": unique_name("app"),
+        "bootstrap.servers": kafka_broker.bootstrap_servers,
+        "broker.profile": kafka_broker.profile.value,
+        "state.dir": str(state),
+        "commit.interval.ms": 100,
+        "topology.optimization": "all",
+    }
+    produce(kafka_broker, src, [(f"u{i}", {"n": i}) for i in range(50)])
+    first = StreamsApp(lambda: _program(src), config)
+    first.start()
+    try:
+        assert first.wait_until_running(30)
+        _wait_value(first, "u49", {"n": 49})
+    finally:
+        first.close(20)
+
+    # the checkpoint is at the committed offset: a restart with its local state restores nothing
+    again = StreamsApp(lambda: _program(src), config)
+    again.start()
+    try:
+        assert again.wait_until_running(30)
+        assert again.stats.restored_records == 0
+    finally:
+        again.close(20)
+
+    # updates produced while no instance runs are after the committed offset: processed, not restored
+    produce(kafka_broker, src, [("u0", {"n": 200}), ("u1", {"n": 201})])
+    shutil.rmtree(state)
+    second = StreamsApp(lambda: _program(src), config)
+    second.start()
+    try:
+        assert second.wait_until_running(30)
+        assert second.stats.restored_records == 50
+        _wait_value(second, "u0", {"n": 200})
+        _wait_value(second, "u1", {"n": 201})
+        assert _value(second, "u17") == {"n": 17}
+    finally:
+        second.close(20)

@@ -1,0 +1,100 @@
+"""Declarative automation of the daily assets: silver events and gold follow bronze by event day.
+
+Bronze is not partitioned (it follows Kafka offsets) while silver and gold are daily, so Dagster's
+``eager()`` can only request their *latest* day after a bronze update; late events would never be
+recomputed. Each bronze materialization records the ``event_dates`` its records fell on, and
+``assets.partitions.affected_days`` turns those into the days whose silver rows, windows, sessions
+and enriched orders change. ``BronzeEventDays`` is that rule as an ``AutomationCondition``: true for
+exactly those partitions, for bronze materializations newer than the previous evaluation. It is
+custom Python, so the sensor evaluating it runs in the code location (``use_user_code_server``).
+
+``daily_condition()`` adds the usual guards: a requested day stays pending until it is requested or
+updated (the trigger survives a tick on which a dependency was still running), and nothing is
+requested while the asset or one of its dependencies is in progress.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from dagster import (
+    AssetKey,
+    AssetRecordsFilter,
+    AutomationCondition,
+    AutomationContext,
+    AutomationResult,
+)
+
+from assets.bronze.assets import bronze_key
+from assets.partitions import affected_days
+from assets.sample_data import CLICKS, CUSTOMERS, ORDERS, PRODUCTS
+
+#: Bronze materializations read per topic and evaluation (a tick follows a few ingest runs at most).
+MAX_RECORDS_PER_TICK = 1000
+
+
+class BronzeEventDays(AutomationCondition[AssetKey]):
+    """True for the daily partitions affected by bronze materializations since the previous tick."""
+
+    def __init__(self, topics: Sequence[str]) -> None:
+        self.topics = tuple(topics)
+
+    @property
+    def name(self) -> str:
+        return "bronze_event_days"
+
+    @property
+    def description(self) -> str:
+        return f"days affected by events bronze ingested ({', '.join(self.topics)}) since the previous tick"
+
+    def evaluate(self, context: AutomationContext) -> AutomationResult:  # type: ignore[override]
+        if context.previous_temporal_context is None or context.partitions_def is None:
+            # First evaluation: like ``newly_updated``, history before automation was on is not replayed.
+            return AutomationResult(context, context.get_empty_subset())
+        previous = context.previous_max_storage_id or 0  # None: the event log was empty then
+        newest = context.max_storage_id
+        if newest is None or newest <= previous:
+            return AutomationResult(context, context.get_empty_subset())
+        days = affected_days(bronze_event_dates(context, self.topics, previous, newest))
+        partitions_def = context.partitions_def
+        valid = {d for d in days if partitions_def.has_partition_key(d)}
+        subset = context.asset_graph_view.compute_intersection_with_partition_keys(
+            valid, context.candidate_subset
+        )
+        return AutomationResult(context, subset)
+
+
+def bronze_event_dates(
+    context: AutomationContext, topics: Sequence[str], after: int, up_to: int
+) -> dict[str, set[str]]:
+    """``{topic: event dates}`` recorded by bronze materializations with storage id in (after, up_to]."""
+    instance = context.asset_graph_view.instance
+    dates: dict[str, set[str]] = {}
+    for topic in topics:
+        result = instance.fetch_materializations(
+            AssetRecordsFilter(
+                asset_key=bronze_key(topic), after_storage_id=after, before_storage_id=up_to + 1
+            ),
+            limit=MAX_RECORDS_PER_TICK,
+        )
+        for record in result.records:
+            mat = record.asset_materialization
+            entry = mat.metadata.get("event_dates") if mat is not None else None
+            if entry is not None and entry.value:
+                dates.setdefault(topic, set()).update(entry.value)  # type: ignore[arg-type]
+    return dates
+
+
+def daily_condition(topics: Sequence[str]) -> AutomationCondition:
+    """When a daily asset runs: days bronze events touched, once, never while it or a dep is running."""
+    handled = AutomationCondition.newly_requested() | AutomationCondition.newly_updated()
+    return (
+        BronzeEventDays(topics).since(handled).with_label("bronze events touched the day")
+        & ~AutomationCondition.in_progress()
+        & ~AutomationCondition.any_deps_in_progress()
+    ).with_label("daily: follows bronze event days")
+
+
+#: Every daily asset follows the four ingested input topics (dimensions change enriched orders).
+DAILY_TOPICS = (ORDERS, CLICKS, CUSTOMERS, PRODUCTS)
+DAILY_AUTOMATION = daily_condition(DAILY_TOPICS)

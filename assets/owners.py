@@ -1,0 +1,10 @@
+"""Who answers for the platform's assets: every asset in the graph carries these owners.
+
+One constant rather than a setting: ownership is part of the code's contract (the Dagster UI filters
+and alerts on it), not something a deployment changes.
+"""
+
+from __future__ import annotations
+
+#: Dagster owners (``team:<name>`` or an e-mail address) of every Streamhouse asset.
+OWNERS: list[str] = ["team:data-platform"]

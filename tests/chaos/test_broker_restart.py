@@ -1,0 +1,206 @@
+"""Broker stop and restart (issue 16, item 3): the app leaves RUNNING while it owns no tasks, resumes
+with exact state when the broker comes back, gives up (exit 1) when it does not, never re-creates its
+topics with wrong partition counts, and logs connection errors rate-limited.
+
+Each trial runs its own broker (the session's kind) on a fixed port so it can be stopped and started
+again: Apache Kafka keeps its topics and committed offsets in its data directory across the restart;
+Tansu keeps nothing (a restart is an empty broker).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka.admin import AdminClient
+
+from edge.broker import BrokerKind, kafka_unavailable_reason, local_broker, profile_for
+from edge.broker.embedded import free_port
+from edge.kafka import KafkaClientConfig, TopicSpec, create_topics
+from tests.chaos.conftest import Scale, wait_exit
+from tests.edge.runtime.harness import Instance, OutputReader, expected_counts, keyed, produce
+
+pytestmark = [pytest.mark.slow, pytest.mark.broker, pytest.mark.timeout(600)]
+
+
+class RestartableBroker:
+    """A private broker of the session's kind on one port, with one data directory, for stop/start."""
+
+    def __init__(self, kind: BrokerKind, tmp_path: Path) -> None:
+        self.kind = kind
+        self.port = free_port()
+        self.broker = local_broker(kind, port=self.port, log_dir=tmp_path, data_dir=tmp_path / "broker-data")
+        self.client = KafkaClientConfig(f"127.0.0.1:{self.port}", profile_for(kind))
+
+    def partitions(self) -> dict[str, int]:
+        topics = AdminClient(self.client.admin()).list_topics(timeout=10).topics
+        return {name: len(t.partitions) for name, t in topics.items()}
+
+
+@pytest.fixture
+def broker(broker_kind: BrokerKind, tmp_path: Path) -> Iterator[RestartableBroker]:
+    if os.environ.get("STREAMHOUSE_TEST_BOOTSTRAP_SERVERS"):
+        pytest.skip("needs a local broker it can stop and start (not an external cluster)")
+    if broker_kind is BrokerKind.KAFKA and (reason := kafka_unavailable_reason()):
+        pytest.skip(reason)
+    b = RestartableBroker(broker_kind, tmp_path)
+    b.broker.start()
+    try:
+        yield b
+    finally:
+        b.broker.stop()
+
+
+@pytest.fixture
+def start_app(broker: RestartableBroker, tmp_path: Path) -> Iterator[Callable[..., Instance]]:
+    """``start_app(app_id, src, out, **config)``: one running instance on the private broker."""
+    started: list[Instance] = []
+
+    def _start(app_id: str, src: str, out: str, **config: object) -> Instance:
+        inst = Instance(
+            broker.client,
+            app_id=app_id,
+            state_dir=tmp_path / "state",
+            in_topic=src,
+            out_topic=out,
+            attr="counts",
+            config={"commit.interval.ms": 500, **{k.replace("_", "."): v for k, v in config.items()}},
+            log_dir=tmp_path,
+        )
+        started.append(inst)
+        inst.wait_running(120)
+        return inst
+
+    yield _start
+    for inst in started:
+        inst.stop()
+
+
+def _topics(broker: RestartableBroker, unique_name: Callable[[str], str]) -> tuple[str, str]:
+    src, out = unique_name("in"), unique_name("out")
+    create_topics(broker.client, [TopicSpec(src, 2), TopicSpec(out, 2)])
+    return src, out
+
+
+def _wait_state(inst: Instance, leave: str, timeout: float) -> tuple[str, float]:
+    """Wait until /health reports a state other than ``leave``; (that state, seconds it took)."""
+    started = time.monotonic()
+    while time.monotonic() - started < timeout:
+        h = inst.health()
+        if h is not None and h["state"] != leave:
+            return h["state"], time.monotonic() - started
+        assert inst.proc.poll() is None, inst.log_tail()
+        time.sleep(0.2)
+    raise AssertionError(f"/health still {leave} after {timeout}s:\n{inst.log_tail()}")
+
+
+def _connection_lines(inst: Instance, port: int) -> list[str]:
+    text = inst.log_path.read_text(errors="replace")
+    return [ln for ln in text.splitlines() if f":{port}" in ln and ("refused" in ln or "unreachable" in ln)]
+
+
+@pytest.mark.parametrize("guarantee", ["at_least_once", "exactly_once_v2"])
+def test_app_resumes_with_exact_state_after_a_broker_restart(
+    broker: RestartableBroker, start_app, unique_name, scale: Scale, record_figures, guarantee: str
+) -> None:
+    if broker.kind is not BrokerKind.KAFKA:
+        pytest.skip("Tansu keeps topics in memory: a restarted Tansu is empty (see the other trials)")
+    src, out = _topics(broker, unique_name)
+    app_id = unique_name("app")
+    inst = start_app(app_id, src, out, cluster_unavailable_timeout_ms=300_000, processing_guarantee=guarantee)
+    eos = guarantee == "exactly_once_v2"
+    reader = OutputReader(broker.client, out, unique_name("reader"), committed=eos)
+    n = scale.events
+    before, during, after = (
+        keyed(n // 2, scale.keys),
+        keyed(n // 4, scale.keys, n),
+        keyed(n // 4, scale.keys, 2 * n),
+    )
+    produce(broker.client, src, before)
+    reader.wait_for(lambda r: r.latest() == expected_counts(before), 120, "counts before the stop")
+    produce(broker.client, src, during)  # being processed, and likely not committed, at the stop
+    broker.broker.stop()
+    stopped = time.monotonic()
+    state, left_after = _wait_state(inst, "RUNNING", 120)
+    assert state == "REBALANCING", inst.log_tail()
+    time.sleep(5)  # longer than the session timeout: the restarted broker has dropped the member
+    broker.broker.start()
+    produce(broker.client, src, after)
+    truth = expected_counts(before, during, after)
+    reader.wait_for(lambda r: all(r.latest().get(k) == c for k, c in truth.items()), 180, "counts after")
+    resumed_after = time.monotonic() - stopped
+    inst.wait_running(60)
+    stores = {k: inst.get(f"/v1/stores/counts/keys/{k}")[1]["value"] for k in truth}
+    reader.poll(1.0)
+    per_key: dict[str, list[int]] = {}
+    for key, value, _, _ in reader.records:
+        per_key.setdefault(key, []).append(value)
+    missing = sum(len(set(range(1, c + 1)) - set(per_key.get(k, []))) for k, c in truth.items())
+    repeated = sum(c - 1 for vs in per_key.values() for c in Counter(vs).values() if c > 1)
+    reader.close()
+    counts = broker.partitions()
+    lines = _connection_lines(inst, broker.port)
+    record_figures(
+        guarantee=guarantee,
+        events=len(before) + len(during) + len(after),
+        left_running_after_s=round(left_after, 1),
+        resumed_after_s=round(resumed_after, 1),
+        state_over_truth=max((stores[k] - c for k, c in truth.items()), default=0),
+        outputs_missing=missing,
+        outputs_repeated=repeated,
+        connection_error_lines=len(lines),
+    )
+    assert stores == truth
+    assert missing == 0
+    if eos:
+        assert repeated == 0, f"{repeated} outputs repeated under exactly-once"
+    assert counts[f"{app_id}-counts-changelog"] == 2 and counts[f"{app_id}-instances"] == 1
+    assert inst.metric("streamhouse_edge_cluster_unavailable_seconds") == 0
+    assert len(lines) <= 20, "\n".join(lines[:40])
+
+
+def test_app_gives_up_when_the_cluster_stays_away(
+    broker: RestartableBroker, start_app, unique_name, record_figures
+) -> None:
+    src, out = _topics(broker, unique_name)
+    inst = start_app(unique_name("app"), src, out, cluster_unavailable_timeout_ms=8000)
+    produce(broker.client, src, keyed(100, 10))
+    broker.broker.stop()
+    stopped = time.monotonic()
+    assert _wait_state(inst, "RUNNING", 60)[0] == "REBALANCING"
+    code = wait_exit(inst, 90)
+    gave_up_after = time.monotonic() - stopped
+    log = inst.log_path.read_text(errors="replace")
+    lines = _connection_lines(inst, broker.port)
+    record_figures(gave_up_after_s=round(gave_up_after, 1), connection_error_lines=len(lines))
+    assert code == 1, inst.log_tail()
+    assert "error: no broker of the Kafka cluster" in log and "cluster.unavailable.timeout.ms=8000" in log
+    assert "Traceback" not in log
+    assert 8 <= gave_up_after < 60
+    assert 1 <= len(lines) <= 12, "\n".join(lines[:40])
+
+
+def test_restarted_empty_broker_is_a_clear_error_not_wrong_partition_counts(
+    broker: RestartableBroker, start_app, unique_name
+) -> None:
+    if broker.kind is not BrokerKind.TANSU:
+        pytest.skip("Apache Kafka keeps its topics across a restart (see the resume trial)")
+    src, out = _topics(broker, unique_name)
+    app_id = unique_name("app")
+    inst = start_app(app_id, src, out)
+    produce(broker.client, src, keyed(100, 10))
+    broker.broker.stop()
+    time.sleep(3)  # past the embedded profile's 2 s session timeout
+    broker.broker.start()
+    code = wait_exit(inst, 60)
+    log = inst.log_path.read_text(errors="replace")
+    assert code == 1, inst.log_tail()
+    assert f"error: source topic(s) '{src}' of application '{app_id}' do not exist" in log
+    # whatever the app's clients asked the new broker, no topic came back with its default count
+    counts = broker.partitions()
+    assert {t: c for t, c in counts.items() if t.startswith(app_id)} in ({}, {f"{app_id}-instances": 1})
+    assert src not in counts and out not in counts

@@ -1,0 +1,150 @@
+"""The Kafka lag sensor against the real broker: no run while nothing is new, a run request once
+records wait (with topic observations), the cursor advancing to the offsets it saw, and the
+``min_records`` / ``max_wait_s`` batching policy."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Callable, Iterator
+
+import pytest
+from confluent_kafka import Producer
+from dagster import (
+    AssetKey,
+    DagsterInstance,
+    DagsterRun,
+    DagsterRunStatus,
+    SensorResult,
+    SkipReason,
+    build_sensor_context,
+)
+
+from assets.kafka.keys import topic_key
+from assets.kafka.offsets import TopicOffsets, topic_offsets
+from assets.resources import KafkaResource
+from edge.kafka import KafkaClientConfig, TopicSpec, create_topics
+from orchestration.sensors import PENDING_TAG, LagCursor, build_kafka_lag_sensor, decide
+
+pytestmark = [pytest.mark.broker]
+
+TOPICS = ["orders", "clicks"]
+
+
+@pytest.fixture
+def prefixed(kafka_broker: KafkaClientConfig) -> Iterator[tuple[KafkaResource, Callable[[str, int], None]]]:
+    """A KafkaResource over fresh ``<prefix>orders`` / ``<prefix>clicks`` topics and a producer."""
+    prefix = f"lag{uuid.uuid4().hex[:8]}."
+    create_topics(kafka_broker, [TopicSpec(f"{prefix}{t}", 2) for t in TOPICS])
+    resource = KafkaResource(
+        bootstrap_servers=kafka_broker.bootstrap_servers,
+        profile=kafka_broker.profile.value,
+        topic_prefix=prefix,
+    )
+    producers: list[Producer] = [Producer(kafka_broker.producer())]
+
+    def produce(topic: str, n: int) -> None:
+        for i in range(n):
+            producers[0].produce(f"{prefix}{topic}", key=f"k{i}".encode(), value=b"{}")
+        assert producers[0].flush(30) == 0
+
+    yield resource, produce
+    producers.clear()  # destroyed now, not reconnecting to the stopped broker at the end of the session
+
+
+def _tick(
+    sensor, resource: KafkaResource, cursor: str | None, instance: DagsterInstance | None = None
+) -> SensorResult | SkipReason:
+    with build_sensor_context(
+        instance=instance or DagsterInstance.ephemeral(), cursor=cursor, resources={"kafka": resource}
+    ) as ctx:
+        return sensor(ctx)
+
+
+def test_run_requested_only_after_new_records(prefixed) -> None:
+    resource, produce = prefixed
+    sensor = build_kafka_lag_sensor(TOPICS)
+
+    first = _tick(sensor, resource, None)
+    assert isinstance(first, SensorResult) and not first.run_requests
+    assert "no new records in 2 topic(s)" in first.skip_reason.skip_message
+
+    produce("orders", 5)
+    second = _tick(sensor, resource, first.cursor)
+    assert isinstance(second, SensorResult)
+    [request] = second.run_requests
+    assert request.tags[PENDING_TAG] == "5"
+    seen = json.loads(second.cursor)["seen"]
+    assert sum(seen[resource.topic("orders")].values()) == 5
+    assert sum(seen[resource.topic("clicks")].values()) == 0
+    observed = {e.asset_key: e.metadata["records"].value for e in second.asset_events}
+    assert observed == {topic_key("orders"): 5, topic_key("clicks"): 0}
+
+    third = _tick(sensor, resource, second.cursor)
+    assert not third.run_requests and third.cursor == second.cursor
+
+    produce("clicks", 3)
+    fourth = _tick(sensor, resource, third.cursor)
+    [again] = fourth.run_requests
+    assert again.tags[PENDING_TAG] == "3" and again.run_key != request.run_key
+    assert sum(json.loads(fourth.cursor)["seen"][resource.topic("clicks")].values()) == 3
+
+
+def test_no_second_run_while_ingest_is_in_progress(prefixed) -> None:
+    resource, produce = prefixed
+    sensor = build_kafka_lag_sensor(TOPICS)
+    baseline = _tick(sensor, resource, None)
+    produce("orders", 4)
+    instance = DagsterInstance.ephemeral()
+    run = instance.add_run(DagsterRun(job_name="ingest_job", status=DagsterRunStatus.STARTED))
+    busy = _tick(sensor, resource, baseline.cursor, instance)
+    assert isinstance(busy, SkipReason) and run.run_id in busy.skip_message
+    instance.report_run_failed(run)  # finished (badly): the records still wait, so now a run
+    [request] = _tick(sensor, resource, baseline.cursor, instance).run_requests
+    assert request.tags[PENDING_TAG] == "4"
+
+    # A bronze asset materialized from the UI is an ingest as well; other runs are not.
+    def ui_run(layer: str) -> DagsterRun:
+        keys = frozenset({AssetKey([layer, "orders"])})
+        return DagsterRun(job_name="__ASSET_JOB", status=DagsterRunStatus.STARTED, asset_selection=keys)
+
+    instance.add_run(ui_run("bronze"))
+    assert isinstance(_tick(sensor, resource, baseline.cursor, instance), SkipReason)
+    other = DagsterInstance.ephemeral()
+    other.add_run(ui_run("silver"))
+    assert _tick(sensor, resource, baseline.cursor, other).run_requests
+
+
+def test_few_records_wait_until_max_wait(prefixed, kafka_broker: KafkaClientConfig) -> None:
+    resource, produce = prefixed
+    sensor = build_kafka_lag_sensor(TOPICS, min_records=100, max_wait_s=3600)
+    baseline = _tick(sensor, resource, None)
+    produce("orders", 2)
+
+    waiting = _tick(sensor, resource, baseline.cursor)
+    assert not waiting.run_requests
+    assert "2 new record(s) wait, fewer than min_records=100" in waiting.skip_reason.skip_message
+    cursor = LagCursor.parse(waiting.cursor)
+    assert cursor.pending_since is not None and cursor.seen == LagCursor.parse(baseline.cursor).seen
+
+    # The same offsets, judged once the first waiting record is older than max_wait_s.
+    offsets = topic_offsets(kafka_broker, [resource.topic(t) for t in TOPICS])
+    kwargs = {"min_records": 100, "max_wait_s": 3600}
+    assert not decide(cursor, offsets, now=cursor.pending_since + 3599, **kwargs).run
+    late = decide(cursor, offsets, now=cursor.pending_since + 3600, **kwargs)
+    assert late.run and late.pending == 2 and late.cursor.pending_since is None
+    assert sum(late.cursor.seen[resource.topic("orders")].values()) == 2
+
+
+def test_recreated_topic_counts_as_new_and_missing_topics_are_not_created(kafka_broker) -> None:
+    """Offsets going back mean a recreated topic (the embedded broker keeps data in memory); a topic
+    that does not exist is reported, never created by the observation."""
+    missing = f"lagmissing{uuid.uuid4().hex[:8]}"
+    offsets = topic_offsets(kafka_broker, [missing])
+    assert not offsets[missing].exists
+    time.sleep(0.2)
+    assert not topic_offsets(kafka_broker, [missing])[missing].exists
+    recreated = {"t": TopicOffsets("t", True, {0: 0}, {0: 4})}
+    decision = decide(LagCursor({"t": {0: 10}}), recreated, now=0.0, min_records=1, max_wait_s=60)
+    assert decision.run and decision.pending == 4
