@@ -13,6 +13,7 @@ from dagster import (
 )
 from pydantic import Field
 
+from assets import contract
 from assets.bronze.ingest import ingest_topic
 from assets.kafka.keys import topic_key
 from assets.lineage import arrow_table_schema, markdown_preview
@@ -44,7 +45,10 @@ def build_bronze_asset(topic: str) -> AssetsDefinition:
         group_name="bronze",
         kinds={"kafka", "delta"},
         owners=OWNERS,
-        description=f"Raw records of Kafka topic `{topic}`, exactly once (offsets in Delta app txns).",
+        description=f"Kafka topic `{topic}`. "
+        + contract.description(
+            "bronze.<topic>", "Raw records of the topic, exactly once (offsets in Delta app txns)."
+        ),
     )
     def _bronze(
         context: AssetExecutionContext,

@@ -26,6 +26,16 @@ def test_contract_sections_are_the_dagster_descriptions() -> None:
         text = asset.descriptions_by_key[key]
         assert text == contract.description(".".join(key.path), ""), key
         assert "| column | type | unit | meaning |" in text
+    from assets.bronze.assets import BRONZE_ASSETS
+    from assets.silver.assets import SILVER_ASSETS
+
+    for asset in SILVER_ASSETS:
+        for key in asset.keys:
+            layer = "silver" if key.path[0] == "silver" else "quarantine"
+            table = f"{layer}.{key.path[-1]}" if layer == "silver" else "quarantine.<topic>"
+            assert contract.description(table, "") in asset.descriptions_by_key[key], key
+    bronze = contract.description("bronze.<topic>", "")
+    assert bronze and all(bronze in a.descriptions_by_key[a.key] for a in BRONZE_ASSETS)
     sessions = contract.description("gold.click_sessions", "")
     assert "inclusive" in sessions and "`duration_ms`" in sessions
 

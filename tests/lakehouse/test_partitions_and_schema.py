@@ -42,7 +42,9 @@ def test_three_day_backfill_then_one_day_recompute_and_maintenance(lakehouse):
     days = ["2026-01-05", "2026-01-06", "2026-01-07"]
     job = lh.defs.resolve_job_def(DAILY_JOB)
     selection = [
-        k for k in job.asset_layer.executable_asset_keys if k.path[-1] in ("orders", "revenue_tumbling_5m")
+        k
+        for k in job.asset_layer.executable_asset_keys
+        if k.path[-1] in ("orders", "orders_quarantine", "revenue_tumbling_5m")
     ]
     result = job.execute_in_process(
         instance=lh.instance, tags=range_tags(days[0], days[-1]), asset_selection=selection
