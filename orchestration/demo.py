@@ -216,7 +216,7 @@ def reset_demo(settings: Settings, instance: Any, prefix: str) -> list[str]:
     return removed
 
 
-def _wait_caught_up(app: Any, expected: int, what: str) -> None:
+def wait_caught_up(app: Any, expected: int, what: str) -> None:
     """At least every new input processed, then no progress for 1.5 s (three commit intervals)."""
     deadline = time.monotonic() + 180
     last, still_since = -1, time.monotonic()
@@ -284,7 +284,7 @@ def run_edge_revenue(
     started = time.perf_counter()
     app = _start_app(settings, client, topology(orders, f"{prefix}{EDGE_REVENUE}"), application_id)
     try:
-        _wait_caught_up(app, expected, application_id)
+        wait_caught_up(app, expected, application_id)
         revenue = {e["key"]: float(e["value"]) for e in _store(app, STORE)}
         server = app.advertised_server
     finally:
@@ -315,7 +315,7 @@ def run_edge_sessions(
     started = time.perf_counter()
     app = _start_app(settings, client, topology(clicks, output), application_id)
     try:
-        _wait_caught_up(app, expected, application_id)
+        wait_caught_up(app, expected, application_id)
         sessions = {
             (
                 e["key"],

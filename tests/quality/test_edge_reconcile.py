@@ -8,7 +8,6 @@ changed, and separately one edge window dropped: the check reports exactly that 
 
 from __future__ import annotations
 
-import time
 import uuid
 from datetime import timedelta
 from pathlib import Path
@@ -27,24 +26,11 @@ from assets.sample_data import (
     iso_ms,
     produce,
 )
+from orchestration.demo import wait_caught_up
 
 DAY = DEFAULT_START.date()
 AS_OF = (DEFAULT_START + timedelta(days=3)).isoformat()
 CHECK = "edge_windows_match_gold"
-
-
-def _wait_caught_up(app: Any, expected: int, timeout: float = 180) -> None:
-    """At least ``expected`` records processed, then no progress for 1.5 s (three commit intervals)."""
-    deadline = time.monotonic() + timeout
-    last, still_since = -1, time.monotonic()
-    while time.monotonic() < deadline:
-        n = app.stats.records_processed
-        if n != last:
-            last, still_since = n, time.monotonic()
-        elif n >= expected and time.monotonic() - still_since > 1.5:
-            return
-        time.sleep(0.1)
-    raise TimeoutError(f"the edge app processed {last} records; expected at least {expected}")
 
 
 def _closing_orders(tag: str, products: list[str]) -> SampleData:
@@ -83,11 +69,11 @@ def _run_edge(ql: Any, state: Path, tag: str, products: list[str], orders: int) 
     app.start()
     try:
         assert app.wait_until_running(90), f"edge app state {app.state.name}"
-        _wait_caught_up(app, orders)
+        wait_caught_up(app, orders, "examples.revenue_windows")
         # Only now does time pass at the edge: closing orders read before the backlog of another
         # input partition would make that partition's orders late.
         produce(ql.client, _closing_orders(tag, products), prefix=ql.prefix, create=False)
-        _wait_caught_up(app, orders + len(products))
+        wait_caught_up(app, orders + len(products), "examples.revenue_windows")
     finally:
         app.close(30)
 
