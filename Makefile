@@ -69,9 +69,7 @@ demo: install ## Run the demo into the project's lake and Dagster instance (see 
 # The broker is started (if not running) so the Kafka lag sensor, on by default like the automation
 # sensor and the nightly maintenance schedule, has topics to watch from the first tick.
 dagster: install ## Open the Dagster UI (webserver + daemon, lag sensor and automation on) on 127.0.0.1:3000
-	@$(BIN)/streamhouse broker status >/dev/null 2>&1 || $(BIN)/streamhouse broker start
-	DAGSTER_HOME=$${DAGSTER_HOME:-$(CURDIR)/.state/dagster} ; mkdir -p $$DAGSTER_HOME ; \
-	  DAGSTER_HOME=$$DAGSTER_HOME $(BIN)/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000
+	$(BIN)/streamhouse ui
 
 bench: install ## Run the quick benchmark set (writes benchmarks/results/*.json)
 	$(BIN)/python -m benchmarks.run_all

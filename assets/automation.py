@@ -10,7 +10,12 @@ custom Python, so the sensor evaluating it runs in the code location (``use_user
 
 ``daily_condition()`` adds the usual guards: a requested day stays pending until it is requested or
 updated (the trigger survives a tick on which a dependency was still running), and nothing is
-requested while the asset or one of its dependencies is in progress.
+requested while the asset or one of its dependencies is in progress, nor while an ingest run is
+unfinished. The last one is ``IngestFinished``: Dagster's ``in_progress`` is per asset, so a tick
+between an ingest run's bronze steps and its dimension steps requested silver and three gold tables
+at once but ``orders_enriched`` (whose dimension deps were still running) a tick later -- two backfills,
+two runs and two Spark JVMs for one ingest (``benchmarks/dagster_automation.py`` measured it).
+Waiting for the whole ingest run puts every daily asset of an ingest into one backfill, and so one run.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from dagster import (
     AutomationCondition,
     AutomationContext,
     AutomationResult,
+    DagsterRunStatus,
 )
 
 from assets.bronze.assets import bronze_key
@@ -85,13 +91,54 @@ def bronze_event_dates(
     return dates
 
 
+#: Run states in which a run may still materialize bronze or the dimensions.
+UNFINISHED = {
+    DagsterRunStatus.NOT_STARTED,
+    DagsterRunStatus.QUEUED,
+    DagsterRunStatus.STARTING,
+    DagsterRunStatus.STARTED,
+    DagsterRunStatus.CANCELING,
+}
+
+
+class IngestFinished(AutomationCondition[AssetKey]):
+    """True for every candidate unless a run that planned a bronze materialization is unfinished.
+
+    The run that last planned each bronze asset is read from the event log, so an ``ingest_job`` and
+    a bronze materialization launched from the UI both count, whatever the job is called.
+    """
+
+    def __init__(self, topics: Sequence[str]) -> None:
+        self.topics = tuple(topics)
+
+    @property
+    def name(self) -> str:
+        return "ingest_finished"
+
+    @property
+    def description(self) -> str:
+        return "no run that ingests bronze is queued or running"
+
+    def evaluate(self, context: AutomationContext) -> AutomationResult:  # type: ignore[override]
+        instance = context.asset_graph_view.instance
+        planned = (instance.get_latest_planned_materialization_info(bronze_key(t)) for t in self.topics)
+        run_ids = {info.run_id for info in planned if info is not None}
+        for run_id in run_ids:
+            run = instance.get_run_by_id(run_id)
+            if run is not None and run.status in UNFINISHED:
+                return AutomationResult(context, context.get_empty_subset())
+        return AutomationResult(context, context.candidate_subset)
+
+
 def daily_condition(topics: Sequence[str]) -> AutomationCondition:
-    """When a daily asset runs: days bronze events touched, once, never while it or a dep is running."""
+    """When a daily asset runs: days bronze events touched, once, never while it, a dep or an ingest
+    is running."""
     handled = AutomationCondition.newly_requested() | AutomationCondition.newly_updated()
     return (
         BronzeEventDays(topics).since(handled).with_label("bronze events touched the day")
         & ~AutomationCondition.in_progress()
         & ~AutomationCondition.any_deps_in_progress()
+        & IngestFinished(topics)
     ).with_label("daily: follows bronze event days")
 
 

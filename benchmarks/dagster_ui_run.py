@@ -93,6 +93,8 @@ class TreeSampler:
         procs = _processes()
         self.before = _descendants(procs, root) | {root}
         self.java: set[int] = set()
+        #: java pid -> when it was first seen (epoch seconds), to attribute JVMs to runs
+        self.java_seen: dict[int, float] = {}
         self.new: set[int] = set()
         self.peak_rss = 0
         self._stop = threading.Event()
@@ -103,7 +105,9 @@ class TreeSampler:
             procs = _processes()
             new = (_descendants(procs, self.root) | {self.root}) - self.before
             self.new |= new
-            self.java |= {p for p in new if procs[p][1] == "java" and _is_jvm(p)}
+            jvms = {p for p in new - self.java if procs[p][1] == "java" and _is_jvm(p)}
+            self.java_seen.update(dict.fromkeys(jvms, time.time()))
+            self.java |= jvms
             self.peak_rss = max(self.peak_rss, sum(procs[p][2] for p in new if p in procs))
             self._stop.wait(0.25)
 
@@ -151,13 +155,13 @@ def _child_daily(day: str) -> None:
 # ------------------------------------------------------------------------------------- the UI
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
-def _graphql(port: int, query: str, variables: dict[str, Any] | None = None) -> dict[str, Any]:
+def graphql(port: int, query: str, variables: dict[str, Any] | None = None) -> dict[str, Any]:
     body = json.dumps({"query": query, "variables": variables or {}}).encode()
     req = urllib.request.Request(
         f"http://127.0.0.1:{port}/graphql", data=body, headers={"Content-Type": "application/json"}
@@ -179,13 +183,13 @@ STATUS = """query($id: ID!) { runOrError(runId: $id) { __typename ... on Run { s
 TERMINAL = {"SUCCESS", "FAILURE", "CANCELED"}
 
 
-def _wait_for_location(port: int, proc: subprocess.Popen, timeout_s: float = 300) -> tuple[str, str]:
+def wait_for_location(port: int, proc: subprocess.Popen, timeout_s: float = 300) -> tuple[str, str]:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"dagster dev exited with {proc.returncode}")
         try:
-            repos = _graphql(port, REPOS)["repositoriesOrError"]
+            repos = graphql(port, REPOS)["repositoriesOrError"]
             for node in repos.get("nodes", []):
                 if any(j["name"] == "daily_job" for j in node["jobs"]):
                     return node["location"]["name"], node["name"]
@@ -198,7 +202,7 @@ def _wait_for_location(port: int, proc: subprocess.Popen, timeout_s: float = 300
 def _ui_run(env: dict[str, str], workdir: Path, day: str, executor: str) -> dict[str, Any]:
     home = workdir / f"dagster-home-{executor}"
     home.mkdir()
-    port = _free_port()
+    port = free_port()
     env = {**env, "DAGSTER_HOME": str(home), "STREAMHOUSE_DAGSTER_EXECUTOR": executor}
     with open(workdir / f"dagster-dev-{executor}.log", "wb") as log:
         proc = subprocess.Popen(
@@ -207,7 +211,7 @@ def _ui_run(env: dict[str, str], workdir: Path, day: str, executor: str) -> dict
             cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
     try:
-        location, repo = _wait_for_location(port, proc)
+        location, repo = wait_for_location(port, proc)
         time.sleep(5)  # let the daemon settle after start-up, as a user would not launch in the same second
         params = {
             "selector": {"repositoryLocationName": location, "repositoryName": repo, "jobName": "daily_job"},
@@ -216,12 +220,12 @@ def _ui_run(env: dict[str, str], workdir: Path, day: str, executor: str) -> dict
         }
         with TreeSampler(proc.pid) as sampler:
             started = time.perf_counter()
-            launched = _graphql(port, LAUNCH, {"p": params})["launchRun"]
+            launched = graphql(port, LAUNCH, {"p": params})["launchRun"]
             if launched["__typename"] != "LaunchRunSuccess":
                 raise RuntimeError(f"launchRun: {launched}")
             run_id = launched["run"]["runId"]
             while True:
-                run = _graphql(port, STATUS, {"id": run_id})["runOrError"]
+                run = graphql(port, STATUS, {"id": run_id})["runOrError"]
                 if run["status"] in TERMINAL:
                     break
                 time.sleep(0.5)
@@ -265,7 +269,7 @@ def _in_process_run(env: dict[str, str], day: str) -> dict[str, Any]:
     }
 
 
-def _env(workdir: Path, lake: Path, bootstrap: str) -> dict[str, str]:
+def bench_env(workdir: Path, lake: Path, bootstrap: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("STREAMHOUSE_", "DAGSTER_"))}
     state = workdir / "state"
     state.mkdir(exist_ok=True)
@@ -292,7 +296,7 @@ def run(events: int, day: str | None, executors: list[str], workdir: Path) -> di
         sample_data.produce(client, sample_data.generate(events, seed=5))
         out = subprocess.run(
             [sys.executable, "-m", "benchmarks.dagster_ui_run", "--child", "ingest"],
-            cwd=ROOT, env=_env(workdir, base, broker.bootstrap_servers), capture_output=True, check=True,
+            cwd=ROOT, env=bench_env(workdir, base, broker.bootstrap_servers), capture_output=True, check=True,
         )  # fmt: skip
         ingest = json.loads(out.stdout.decode().strip().splitlines()[-1])
         bootstrap = broker.bootstrap_servers
@@ -302,13 +306,13 @@ def run(events: int, day: str | None, executors: list[str], workdir: Path) -> di
 
         lake = workdir / "lake-in-process"
         shutil.copytree(base, lake)
-        in_process = _in_process_run(_env(workdir, lake, bootstrap), day)
+        in_process = _in_process_run(bench_env(workdir, lake, bootstrap), day)
         print(f"in-process: {in_process}", flush=True)
         ui_runs = []
         for executor in executors:
             lake = workdir / f"lake-ui-{executor}"
             shutil.copytree(base, lake)
-            ui = _ui_run(_env(workdir, lake, bootstrap), workdir, day, executor)
+            ui = _ui_run(bench_env(workdir, lake, bootstrap), workdir, day, executor)
             ui["ratio_to_in_process"] = round(ui["seconds"] / in_process["seconds"], 2)
             print(f"UI ({executor}): {ui}", flush=True)
             ui_runs.append(ui)

@@ -21,6 +21,7 @@ from orchestration.cli.lake import describe, sql, tables
 from orchestration.cli.quality import check
 from orchestration.cli.replay import replay
 from orchestration.cli.topics import topics
+from orchestration.cli.ui import ui
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -43,6 +44,7 @@ cli.add_command(describe)
 cli.add_command(sql)
 cli.add_command(check)
 cli.add_command(replay)
+cli.add_command(ui)
 
 
 def main(argv: list[str] | None = None) -> None:

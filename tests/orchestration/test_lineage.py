@@ -179,6 +179,24 @@ def test_daily_assets_follow_the_days_bronze_events_touched(defs: Definitions) -
     assert tick.total_requested == 0
 
 
+def test_daily_assets_wait_for_the_whole_ingest_run(defs: Definitions) -> None:
+    """Bronze done but the ingest run still writing the dimensions: nothing is requested yet, then every
+    daily asset at once (one backfill, one run), not silver now and orders_enriched a tick later."""
+    instance = DagsterInstance.ephemeral()
+    daily = AssetSelection.assets(*DAILY_KEYS)
+    tick = evaluate_automation_conditions(defs, instance, asset_selection=daily)
+    ingest = instance.create_run_for_job(defs.resolve_job_def("ingest_job"))  # plans bronze, not started
+    _bronze(instance, "orders", ["2026-01-05"])
+    tick = evaluate_automation_conditions(defs, instance, asset_selection=daily, cursor=tick.cursor)
+    assert tick.total_requested == 0
+
+    instance.report_run_failed(ingest)  # finished (a failed ingest still leaves bronze's new days)
+    tick = evaluate_automation_conditions(defs, instance, asset_selection=daily, cursor=tick.cursor)
+    expected = ["2026-01-04", "2026-01-05", "2026-01-06"]
+    for key in DAILY_KEYS:
+        assert sorted(tick.get_requested_partitions(key)) == expected, key
+
+
 def test_daily_automation_sensor_requests_one_backfill_of_those_days(defs: Definitions) -> None:
     """The sensor `make dagster` runs (in the code location): one request covering every daily asset."""
     instance = DagsterInstance.ephemeral()
