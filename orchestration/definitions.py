@@ -23,7 +23,7 @@ from assets.silver.assets import DIMENSION_ASSETS, SILVER_ASSETS
 from orchestration.jobs import JOBS
 from orchestration.resources import build_resources
 from orchestration.schedules import SCHEDULES
-from orchestration.sensors import SENSORS
+from orchestration.sensors import build_sensors
 from orchestration.settings import Settings, SettingsError, load_settings
 from quality.checks import QUALITY_CHECKS
 
@@ -96,7 +96,7 @@ def build_definitions(settings: Settings, **resource_overrides: Any) -> Definiti
         asset_checks=QUALITY_CHECKS,
         jobs=JOBS,
         schedules=SCHEDULES,
-        sensors=SENSORS,
+        sensors=build_sensors(min_records=settings.lag_min_records, max_wait_s=settings.lag_max_wait_s),
         resources=build_resources(settings, **resource_overrides),
     )
 

@@ -294,3 +294,16 @@ def build_edge_observer_sensor(
 edge_observer = build_edge_observer_sensor()
 
 SENSORS: list[Any] = [kafka_lag_sensor, daily_automation, edge_observer]
+
+
+def build_sensors(
+    *, min_records: int = DEFAULT_MIN_RECORDS, max_wait_s: float = DEFAULT_MAX_WAIT_S
+) -> list[Any]:
+    """The project's sensors with the lag sensor's thresholds from the settings (``lag_*``)."""
+    if (min_records, max_wait_s) == (DEFAULT_MIN_RECORDS, DEFAULT_MAX_WAIT_S):
+        return SENSORS
+    return [
+        build_kafka_lag_sensor(min_records=min_records, max_wait_s=max_wait_s),
+        daily_automation,
+        edge_observer,
+    ]

@@ -88,6 +88,11 @@ class Settings(BaseModel):
     #: every step of the run: what the demo does, the fastest on one machine) or ``multiprocess`` (a
     #: process, and a Spark driver, per step; steps run in parallel, for a remote ``spark_master``).
     dagster_executor: Literal["in_process", "multiprocess"] = "in_process"
+    #: ``kafka_lag_sensor`` requests an ingest as soon as this many new records wait in the input topics
+    #: (1: any new record, on the sensor's next 30 s tick)...
+    lag_min_records: int = Field(default=1, ge=1)
+    #: ...and fewer records once the first of them has waited this long (seconds).
+    lag_max_wait_s: float = Field(default=300.0, gt=0)
     #: First daily partition of silver and gold (the Dagster UI counts missing days from here). The
     #: default covers the sample data (``assets/sample_data.py``: 2026-01-05 on, late events a day before).
     partitions_start: date = date(2026, 1, 1)

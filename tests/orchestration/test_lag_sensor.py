@@ -148,3 +148,15 @@ def test_recreated_topic_counts_as_new_and_missing_topics_are_not_created(kafka_
     recreated = {"t": TopicOffsets("t", True, {0: 0}, {0: 4})}
     decision = decide(LagCursor({"t": {0: 10}}), recreated, now=0.0, min_records=1, max_wait_s=60)
     assert decision.run and decision.pending == 4
+
+
+def test_thresholds_come_from_the_settings(tmp_path) -> None:
+    from orchestration.definitions import build_definitions
+    from orchestration.settings import SettingsError, load_settings
+
+    env = {"STREAMHOUSE_LAG_MIN_RECORDS": "500", "STREAMHOUSE_LAG_MAX_WAIT_S": "60"}
+    defs = build_definitions(load_settings(env, base=tmp_path))
+    description = defs.resolve_sensor_def("kafka_lag_sensor").description or ""
+    assert "at least 500" in description and "once 60s passed" in description
+    with pytest.raises(SettingsError, match="lag_min_records"):
+        load_settings({"STREAMHOUSE_LAG_MIN_RECORDS": "0"}, base=tmp_path)
