@@ -33,15 +33,20 @@ import argparse
 import json
 import os
 import shutil
-import signal
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.dagster_ui_run import ROOT, TreeSampler, bench_env, free_port, graphql, wait_for_location
+from benchmarks.dagster_ui_run import (
+    ROOT,
+    TreeSampler,
+    bench_env,
+    dagster_dev,
+    graphql,
+    run_child,
+    wait_for_location,
+)
 
 RESULTS = ROOT / "benchmarks" / "results" / "dagster_automation.json"
 TARGET = "sum of automation-launched run times <= 1.3x the in-process pipeline, one Spark JVM per run"
@@ -87,17 +92,7 @@ def _child_pipeline() -> None:
 
 
 def _in_process(env: dict[str, str]) -> dict[str, Any]:
-    started = time.perf_counter()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "benchmarks.dagster_automation", "--child"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-    )  # fmt: skip
-    with TreeSampler(proc.pid) as sampler:
-        out, err = proc.communicate()
-    wall = time.perf_counter() - started
-    if proc.returncode != 0:
-        raise RuntimeError(f"in-process pipeline failed ({proc.returncode}): {err.decode()[-2000:]}")
-    inner = json.loads(out.decode().strip().splitlines()[-1])
+    wall, inner, sampler = run_child(["benchmarks.dagster_automation", "--child"], env)
     return {
         "seconds": round(wall, 2),
         "days": inner["days"],
@@ -148,15 +143,8 @@ def _describe(run: dict[str, Any], jvm_starts: list[float]) -> dict[str, Any]:
 def _automation(env: dict[str, str], workdir: Path, quiet_s: float, timeout_s: float) -> dict[str, Any]:
     home = workdir / "dagster-home"
     home.mkdir()
-    port = free_port()
     env = {**env, "DAGSTER_HOME": str(home)}
-    with open(workdir / "dagster-dev.log", "wb") as log:
-        proc = subprocess.Popen(
-            [str(ROOT / ".venv" / "bin" / "dagster"), "dev", "-w", "workspace.yaml", "-h", "127.0.0.1",
-             "-p", str(port)],
-            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
-    try:
+    with dagster_dev(env, workdir / "dagster-dev.log") as (proc, port):
         with TreeSampler(proc.pid) as sampler:
             started = time.time()
             wait_for_location(port, proc)
@@ -197,12 +185,6 @@ def _automation(env: dict[str, str], workdir: Path, quiet_s: float, timeout_s: f
             "max_spark_jvms_per_run": max((r["spark_jvms"] for r in described), default=0),
             "peak_rss_mb_of_new_processes": round(sampler.peak_rss / 2**20),
         }
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
 
 
 def table_rows(lake: Path) -> dict[str, int]:

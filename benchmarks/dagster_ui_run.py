@@ -21,6 +21,7 @@ Results: ``benchmarks/results/dagster_ui_run.json``; docs/benchmarks.md, "Runs l
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -32,6 +33,7 @@ import tempfile
 import threading
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -199,18 +201,31 @@ def wait_for_location(port: int, proc: subprocess.Popen, timeout_s: float = 300)
     raise TimeoutError("the code location did not load")
 
 
-def _ui_run(env: dict[str, str], workdir: Path, day: str, executor: str) -> dict[str, Any]:
-    home = workdir / f"dagster-home-{executor}"
-    home.mkdir()
+@contextlib.contextmanager
+def dagster_dev(env: dict[str, str], log_path: Path) -> Iterator[tuple[subprocess.Popen, int]]:
+    """``dagster dev -w workspace.yaml`` on a free loopback port (as ``make dagster``); killed on exit."""
     port = free_port()
-    env = {**env, "DAGSTER_HOME": str(home), "STREAMHOUSE_DAGSTER_EXECUTOR": executor}
-    with open(workdir / f"dagster-dev-{executor}.log", "wb") as log:
+    with open(log_path, "wb") as log:
         proc = subprocess.Popen(
             [str(ROOT / ".venv" / "bin" / "dagster"), "dev", "-w", "workspace.yaml", "-h", "127.0.0.1",
              "-p", str(port)],
             cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
     try:
+        yield proc, port
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _ui_run(env: dict[str, str], workdir: Path, day: str, executor: str) -> dict[str, Any]:
+    home = workdir / f"dagster-home-{executor}"
+    home.mkdir()
+    env = {**env, "DAGSTER_HOME": str(home), "STREAMHOUSE_DAGSTER_EXECUTOR": executor}
+    with dagster_dev(env, workdir / f"dagster-dev-{executor}.log") as (proc, port):
         location, repo = wait_for_location(port, proc)
         time.sleep(5)  # let the daemon settle after start-up, as a user would not launch in the same second
         params = {
@@ -241,26 +256,24 @@ def _ui_run(env: dict[str, str], workdir: Path, day: str, executor: str) -> dict
             "new_processes": len(sampler.new),
             "peak_rss_mb": round(sampler.peak_rss / 2**20),
         }
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+
+
+def run_child(args: list[str], env: dict[str, str]) -> tuple[float, dict[str, Any], TreeSampler]:
+    """``python -m <args>``, sampled from outside: (wall seconds, its last stdout line as JSON, samples)."""
+    started = time.perf_counter()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", *args], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    with TreeSampler(proc.pid) as sampler:
+        out, err = proc.communicate()
+    wall = time.perf_counter() - started
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(args)} failed ({proc.returncode}): {err.decode()[-2000:]}")
+    return wall, json.loads(out.decode().strip().splitlines()[-1]), sampler
 
 
 def _in_process_run(env: dict[str, str], day: str) -> dict[str, Any]:
-    started = time.perf_counter()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "benchmarks.dagster_ui_run", "--child", "daily", "--day", day],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    with TreeSampler(proc.pid) as sampler:
-        out, _ = proc.communicate()
-    wall = time.perf_counter() - started
-    if proc.returncode != 0:
-        raise RuntimeError(f"in-process daily run failed ({proc.returncode})")
-    inner = json.loads(out.decode().strip().splitlines()[-1])
+    wall, inner, sampler = run_child(["benchmarks.dagster_ui_run", "--child", "daily", "--day", day], env)
     return {
         "seconds": round(wall, 2),
         "execute_in_process_s": round(inner["run_seconds"], 2),

@@ -74,7 +74,7 @@ def free_port(host: str = LOOPBACK) -> int:
         return int(sock.getsockname()[1])
 
 
-def _port_is_free(host: str, port: int) -> bool:
+def port_is_free(host: str, port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
@@ -172,7 +172,7 @@ class EmbeddedBroker:
         port = self.requested_port if self.requested_port is not None else free_port(self.host)
         if not 1 <= port <= 65535:
             raise BrokerStartError(f"port {port} is not a valid TCP port (1-65535)")
-        if not _port_is_free(self.host, port):
+        if not port_is_free(self.host, port):
             raise BrokerPortInUseError(
                 f"port {port} on {self.host} is already in use; pick another with --port N "
                 "or omit --port to use a free one"
@@ -333,7 +333,7 @@ def start_recorded_broker(state_dir: Path, port: int | None = None, kind: str = 
         if port is None and last_port.is_file():
             with contextlib.suppress(ValueError):
                 previous = int(last_port.read_text().strip())
-                port = previous if _port_is_free(LOOPBACK, previous) else None
+                port = previous if port_is_free(LOOPBACK, previous) else None
         info = ApacheKafkaBroker(
             port=port, data_dir=data_dir, log_dir=broker_dir, state_dir=state_dir, detached=True
         ).start()

@@ -35,10 +35,10 @@ from edge.broker.embedded import (
     BrokerNotRunningError,
     BrokerPortInUseError,
     BrokerStartError,
-    _port_is_free,
     _tail,
     _terminate,
     free_port,
+    port_is_free,
     wait_until_ready,
 )
 
@@ -267,7 +267,7 @@ class ApacheKafkaBroker:
         port = self.requested_port if self.requested_port is not None else free_port(self.host)
         if not 1 <= port <= 65535:
             raise BrokerStartError(f"port {port} is not a valid TCP port (1-65535)")
-        if not _port_is_free(self.host, port):
+        if not port_is_free(self.host, port):
             raise BrokerPortInUseError(
                 f"port {port} on {self.host} is already in use; pick another with --port N "
                 "or omit --port to use a free one"

@@ -10,25 +10,14 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import sys
 from pathlib import Path
 
 import click
 
-from edge.broker.embedded import broker_status, start_recorded_broker
+from edge.broker.embedded import broker_status, port_is_free, start_recorded_broker
 from edge.errors import StreamhouseError
 from orchestration.settings import load_settings, project_home
-
-
-def _port_free(host: str, port: int) -> bool:
-    with socket.socket() as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind((host, port))
-        except OSError:
-            return False
-    return True
 
 
 def dagster_command(host: str, port: int) -> list[str]:
@@ -56,7 +45,7 @@ def ui(port: int, host: str) -> None:
         raise StreamhouseError(
             f"no workspace.yaml in the project home {home}: run it in a Streamhouse checkout"
         )
-    if not _port_free(host, port):
+    if not port_is_free(host, port):
         raise StreamhouseError(f"port {port} on {host} is in use: choose another with --port")
     if not settings.bootstrap_servers:
         info, alive = broker_status(settings.state_dir)
