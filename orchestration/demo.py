@@ -404,7 +404,7 @@ def run_demo(
     from assets import sample_data
     from orchestration.definitions import build_definitions
     from orchestration.partitions import DAILY
-    from orchestration.pipeline import QUIET_RUN_CONFIG, materializations, run_daily, run_ingest
+    from orchestration.pipeline import QUIET_RUN_CONFIG, bronze_summary, daily_summary, run_daily, run_ingest
     from orchestration.resources import ExistingSparkResource
 
     summary = DemoSummary()
@@ -468,33 +468,14 @@ def run_demo(
                 warnings.simplefilter("ignore", FutureWarning)
                 with step("ingest_job: Kafka → bronze (and the silver dimension tables)"):
                     ingest = run_ingest(defs, instance, run_config=QUIET_RUN_CONFIG)
-                total = sum(ingest.records.values())
-                loop_s = sum(ingest.ingest_seconds.values())
-                summary.add(
-                    "Bronze",
-                    f"{total:,} new records, exactly once, Kafka → Delta {loop_s:.1f}s "
-                    f"({total / max(loop_s, 1e-9):,.0f}/s; run {ingest.seconds:.1f}s) "
-                    f"→ {settings.lake_root / 'bronze'}",
-                )
+                summary.add("Bronze", bronze_summary(ingest, settings.lake_root / "bronze"))
                 # A daily partition exists once its day is over: today's (sessions reach D+1) is not one yet.
                 days = [d for d in ingest.affected_days if DAILY.has_partition_key(d)]
                 with step(f"daily_job: silver, quarantine and gold for {len(days)} day(s)"):
                     started = time.perf_counter()
                     results = run_daily(defs, days, instance, run_config=QUIET_RUN_CONFIG)
-                mats: dict[str, dict[str, Any]] = {}
-                for res in results:
-                    mats.update(materializations(res))
-                summary.add(
-                    "Silver + gold",
-                    f"{len(days)} day(s) {days[0] if days else '-'}..{days[-1] if days else '-'} in "
-                    f"{time.perf_counter() - started:.1f}s ({len(results)} run(s))",
-                )
-                for key in sorted(mats):
-                    if key.startswith(("silver/", "quarantine/", "gold/")):
-                        meta = mats[key]
-                        summary.add(
-                            key, f"version {meta.get('delta_version')}, {meta.get('rows_written', 0):,} rows"
-                        )
+                for name, result in daily_summary(days, results, time.perf_counter() - started):
+                    summary.add(name, result)
             with step("edge app revenue (examples.revenue) over the orders"):
                 edge = run_edge_revenue(settings, client, topic_prefix, summary)
             with step("edge app sessions (examples.click_sessions) over the clicks"):

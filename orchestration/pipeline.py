@@ -44,6 +44,32 @@ def materializations(result: ExecuteInProcessResult) -> dict[str, dict[str, Any]
     return out
 
 
+def bronze_summary(ingest: IngestSummary, bronze_dir: Any) -> str:
+    """One summary line for an ingest run (the demo's and ``run_main_job``'s)."""
+    total = sum(ingest.records.values())
+    loop_s = sum(ingest.ingest_seconds.values())
+    return (
+        f"{total:,} new records, exactly once, Kafka → Delta {loop_s:.1f}s "
+        f"({total / max(loop_s, 1e-9):,.0f}/s; run incl. Spark start {ingest.seconds:.1f}s) → {bronze_dir}"
+    )
+
+
+def daily_summary(
+    days: list[str], results: list[ExecuteInProcessResult], seconds: float
+) -> list[tuple[str, str]]:
+    """Summary rows for the daily runs: the days, then each silver, quarantine and gold table written."""
+    span = f"{days[0]}..{days[-1]}" if days else "-..-"
+    rows = [("Silver + gold", f"{len(days)} day(s) {span} in {seconds:.1f}s ({len(results)} run(s))")]
+    mats: dict[str, dict[str, Any]] = {}
+    for res in results:
+        mats.update(materializations(res))
+    for key in sorted(mats):
+        if key.startswith(("silver/", "quarantine/", "gold/")):
+            meta = mats[key]
+            rows.append((key, f"version {meta.get('delta_version')}, {meta.get('rows_written', 0):,} rows"))
+    return rows
+
+
 def run_ingest(
     defs: Definitions, instance: DagsterInstance | None = None, run_config: Mapping[str, Any] | None = None
 ) -> IngestSummary:
@@ -122,31 +148,9 @@ def run_main_job(
     defs = build_definitions(settings, **overrides)
     instance = DagsterInstance.ephemeral()
     ingest = run_ingest(defs, instance, run_config=QUIET_RUN_CONFIG)
-    total = sum(ingest.records.values())
-    loop_s = sum(ingest.ingest_seconds.values())
-    rows.append(
-        (
-            "Bronze",
-            f"{total:,} new records, exactly once, Kafka → Delta {loop_s:.1f}s "
-            f"({total / max(loop_s, 1e-9):,.0f}/s; run incl. Spark start {ingest.seconds:.1f}s) "
-            f"→ {settings.lake_root / 'bronze'}",
-        )
-    )
+    rows.append(("Bronze", bronze_summary(ingest, settings.lake_root / "bronze")))
     days = ingest.affected_days
     started = time.perf_counter()
     results = run_daily(defs, days, instance, run_config=QUIET_RUN_CONFIG)
-    mats: dict[str, dict[str, Any]] = {}
-    for res in results:
-        mats.update(materializations(res))
-    rows.append(
-        (
-            "Silver + gold",
-            f"{len(days)} day(s) {days[0] if days else '-'}..{days[-1] if days else '-'} in "
-            f"{time.perf_counter() - started:.1f}s ({len(results)} run(s))",
-        )
-    )
-    for key in sorted(mats):
-        meta = mats[key]
-        if key.startswith(("silver/", "quarantine/", "gold/")):
-            rows.append((key, f"version {meta.get('delta_version')}, {meta.get('rows_written', 0):,} rows"))
+    rows.extend(daily_summary(days, results, time.perf_counter() - started))
     return rows
