@@ -75,7 +75,8 @@ class TopicPlan:
         return [t for st in self.subtopologies.values() for t in st.source_topics]
 
 
-def _partition_counts(client: KafkaClientConfig) -> dict[str, int]:
+def partition_counts(client: KafkaClientConfig) -> dict[str, int]:
+    """Partitions per existing topic (topics with an error in the metadata are left out)."""
     admin = AdminClient(client.admin())
     try:
         meta = admin.list_topics(timeout=30)
@@ -93,7 +94,7 @@ def _store_changelog_config(topology: Any, store: str) -> dict[str, str]:
 def plan_topics(
     topology: Any, application_id: str, client: KafkaClientConfig, *, replication_factor: int = 1
 ) -> TopicPlan:
-    existing = _partition_counts(client)
+    existing = partition_counts(client)
     internal_names = topology.internal_topics
     resolve = topology.resolve_topic
     subs = [st for st in topology.subtopologies() if not st.is_global]
@@ -224,7 +225,7 @@ def validate_topics(plan: TopicPlan, client: KafkaClientConfig) -> list[str]:
     one -- an exact match, because task *p* writes partition *p* of its changelogs and reads partition *p*
     of its repartition topics.
     """
-    existing = _partition_counts(client)
+    existing = partition_counts(client)
     internal_names = {spec.name for spec in plan.internal}
     app = plan.application_id or "the application"
     missing = sorted(

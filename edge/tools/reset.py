@@ -42,7 +42,7 @@ from confluent_kafka.admin import AdminClient
 from edge.errors import StreamhouseError
 from edge.kafka import KafkaClientConfig
 from edge.runtime.statedir import StateDirLockedError, lock_state_dir, unlock_state_dir
-from edge.runtime.topics import metadata_topic_name
+from edge.runtime.topics import metadata_topic_name, partition_counts
 
 TopicPartitionKey = tuple[str, int]
 
@@ -286,14 +286,6 @@ def _admin(client: KafkaClientConfig) -> AdminClient:
     return AdminClient(client.admin())
 
 
-def _existing_topics(admin: AdminClient, client: KafkaClientConfig) -> dict[str, int]:
-    try:
-        meta = admin.list_topics(timeout=30)
-    except KafkaException as exc:
-        raise ResetError(f"cannot reach Kafka at {client.bootstrap_servers}: {exc}") from exc
-    return {name: len(t.partitions) for name, t in meta.topics.items() if t.error is None}
-
-
 def group_state(admin: AdminClient, group: str) -> tuple[str, int]:
     """(state name, members) of ``group``; ``("DEAD", 0)`` when it does not exist."""
     try:
@@ -363,7 +355,7 @@ def plan_reset(
             f"no input topics for {application_id!r}: pass the app's topology or name the input topics"
         )
     admin = _admin(client)
-    existing = _existing_topics(admin, client)
+    existing = partition_counts(client)
     missing = [t for t in [*inputs, *intermediate_topics] if t not in existing]
     if missing:
         raise ResetError(f"input topic(s) {missing} do not exist")
@@ -478,7 +470,7 @@ def _delete_topics(
             raise ResetError(f"could not delete internal topic {name!r}: {exc}") from exc
     # Deletion is asynchronous on Apache Kafka: a rerun creating the topics again must not meet them.
     deadline = time.monotonic() + timeout_s
-    while any(t in _existing_topics(admin, client) for t in topics):
+    while any(t in partition_counts(client) for t in topics):
         if time.monotonic() > deadline:
             raise ResetError(f"internal topics {topics} still listed {timeout_s:.0f}s after their deletion")
         time.sleep(0.1)
