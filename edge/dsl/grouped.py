@@ -147,7 +147,7 @@ class KGroupedStream(_Grouped):
             named,
             materialized,
             Serdes.long(),
-            lambda store: ops.KStreamAggregate(store, _count_init, _count_add),
+            lambda store: ops.KStreamCount(store),
         )
 
     def reduce(

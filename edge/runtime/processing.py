@@ -51,6 +51,9 @@ class ProcessingLoop:
         grouped = registry.grouped  # live view: tasks with several input partitions
         idle_advance = cfg.idle_stream_time_advance_ms >= 0
         fetch = fetch_ready  # what is fetched, at once; blocks up to poll.ms only when there is nothing
+        # whether the consumer holds exactly one partition, re-read only after a rebalance callback ran
+        assignment_version = -1
+        one_partition = False
         while not self._stop.is_set():
             msgs = fetch(consumer, max_records, poll_s)
             if self._callback_error is not None:
@@ -64,12 +67,10 @@ class ProcessingLoop:
                 first = msgs[0]
                 parts = route.get(first.topic())
                 task = parts.get(first.partition()) if parts is not None else None
-                if (
-                    task is not None
-                    and len(route) == 1
-                    and len(parts) == 1
-                    and len(consumer.assignment()) == 1
-                ):
+                if assignment_version != self._assignment_version:
+                    assignment_version = self._assignment_version
+                    one_partition = len(consumer.assignment()) == 1
+                if task is not None and len(route) == 1 and len(parts) == 1 and one_partition:
                     # one task, one assigned partition: every message is this task's
                     n = task.process_batch(msgs, self._consumer_error)
                 else:

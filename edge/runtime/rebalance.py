@@ -26,11 +26,17 @@ log = logging.getLogger(__name__)
 class RebalanceCallbacks:
     """The rebalance part of :class:`~edge.runtime.app.StreamsApp` (a mixin)."""
 
+    #: bumped by every rebalance callback: the consumer's assignment can only have changed when it moved
+    #: (the processing loop re-reads ``consumer.assignment()`` -- a round trip to librdkafka's main
+    #: thread -- only then, not once per batch)
+    _assignment_version: int = 0
+
     def _guarded(self, callback: Callable[[Consumer, list[TopicPartition]], None]) -> Callable[..., None]:
         """Never let an exception escape a rebalance callback (librdkafka would leave the rebalance
         half done and ``close()`` would hang); the loop re-raises it after ``consume()`` returns."""
 
         def run(consumer: Consumer, partitions: list[TopicPartition]) -> None:
+            self._assignment_version += 1
             self._in_rebalance = callback == self._on_revoke
             if self._closing and callback != self._on_revoke:
                 return

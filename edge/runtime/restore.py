@@ -5,15 +5,25 @@ and applies the records with ``store.restore_batch`` in batches. The end is foun
 partition EOF (``enable.partition.eof``) rather than from watermarks, which some brokers (the embedded
 one) do not report reliably. Progress is kept in :class:`RestoreProgress` objects that the metrics
 endpoint exposes and the query server uses to answer 503 while restoring.
+
+Speed (issue 19: >= 1M records/s; docs/benchmarks.md has the figures): the restoring thread only
+consumes and slices runs of records (:meth:`ChangelogReader._apply_runs`); the stores' writes run on
+apply threads (:class:`_Applier`; RocksDB's write releases the GIL), and Python's cyclic collector is
+paused for the pass (:func:`gc_paused`). RocksDB restore writes already skip the WAL and are flushed
+before the checkpoint is written (as Kafka's restore does).
 """
 
 from __future__ import annotations
 
+import gc
 import logging
 import struct
+import threading
 import time
 from bisect import bisect_left
-from collections.abc import Callable, Iterable
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import compress, groupby
 from typing import Any
@@ -105,6 +115,10 @@ class RestoreTarget:
     #: the restore ends before this offset (a source topic: the group's committed offset, as Kafka's
     #: StoreChangelogReader ends a source-topic restore; the task processes the rest). None: at the end
     stop_offset: int | None = None
+    #: set by :meth:`ChangelogReader.restore` while it runs: hands ``apply`` calls to its apply thread
+    _submit: Callable[[Callable[[list], None], list], None] | None = field(
+        default=None, init=False, repr=False
+    )
 
 
 class ChangelogReader:
@@ -142,6 +156,9 @@ class ChangelogReader:
         self.silent_ahead_s = silent_ahead_s
         self.total_restored = 0
         self.total_seconds = 0.0
+        #: CPU seconds of the whole process (every thread: librdkafka's, the apply thread) over the
+        #: restore passes, for the CPU-per-record figure of the restore benchmark
+        self.total_cpu_seconds = 0.0
 
     def _get_consumer(self) -> Consumer:
         if self._consumer is None:
@@ -175,145 +192,167 @@ class ChangelogReader:
         pending = set(by_tp)
         heard: set[tuple[str, int]] = set()
         started = time.monotonic()
-        last_activity = started
-        last_log = started
+        cpu_before = time.process_time()
         restored_before = sum(t.progress.restored for t in targets)
+        applier = _Appliers(min(len(targets), APPLY_THREADS))
+        for i, t in enumerate(targets):
+            t._submit = applier.lane(i)
         try:
-            while pending:
-                if should_stop():
-                    return
-                msgs = fetch_ready(consumer, self.batch_records, 0.2)
-                now = time.monotonic()
-                if self.silent_ahead_s is not None and now - started > self.silent_ahead_s:
-                    for tp in sorted(pending - heard):
-                        target = by_tp[tp]
-                        if target.progress.start_offset > 0:
-                            # nothing at all from a checkpointed position: it lies beyond the end
-                            log.warning(
-                                "changelog %s-%d answers nothing at checkpointed offset %d: assuming the "
-                                "changelog is shorter than the local state (recreated topic / restarted "
-                                "in-memory broker); the store will be rebuilt",
-                                tp[0],
-                                tp[1],
-                                target.progress.start_offset,
-                            )
-                            target.ahead_of_changelog = True
-                            target.progress.finished_at = now
-                            pending.discard(tp)
-                    if not pending:
-                        break
-                if not msgs:
-                    if now - last_activity > self.timeout_s:
-                        stuck = ", ".join(f"{t}-{p}" for t, p in sorted(pending))
-                        raise RestoreError(
-                            f"restoring from changelog partition(s) {stuck} made no progress for "
-                            f"{self.timeout_s:.0f}s; is the broker reachable and the topic present?"
-                        )
-                    continue
-                last_activity = now
-                msgs = self._apply_runs(msgs, by_tp, pending, heard)
-                batches: dict[tuple[str, int], list[tuple[bytes, bytes | None]]] = {}
-                finished: list[tuple[str, int]] = []
-                for msg in msgs:
-                    err = msg.error()
-                    tp = (msg.topic(), msg.partition())
-                    heard.add(tp)
-                    if err is not None:
-                        if err.code() == KafkaError._PARTITION_EOF:
-                            finished.append(tp)
-                            target = by_tp.get(tp)
-                            if target is not None:
-                                target.progress.end_offset = msg.offset()
-                                if msg.offset() < target.progress.start_offset:
-                                    target.ahead_of_changelog = True
-                            continue
-                        raise RestoreError(f"restore consumer error on {tp[0]}-{tp[1]}: {err}")
-                    target = by_tp.get(tp)
-                    if target is None or tp not in pending:
-                        continue
-                    offset = msg.offset()
-                    if target.stop_offset is not None and offset >= target.stop_offset:
-                        finished.append(tp)  # reached the restore end (see RestoreTarget.stop_offset)
-                        continue
-                    key = msg.key()
-                    if target.verify_offset is not None:
-                        if not self._verified(target, offset, key, msg.value()):
-                            pending.discard(tp)
-                            target.progress.finished_at = now
-                        continue
-                    if target.progress.restored == 0 and offset < target.progress.start_offset:
-                        # the broker reset us below the checkpoint: the changelog lost data we have
-                        target.ahead_of_changelog = True
-                    batch = batches.get(tp)
-                    if batch is None:
-                        batch = batches[tp] = []
-                    if target.committed is not None:
-                        if is_marker(key):
-                            if marker_is_committed(msg.value(), target.committed):
-                                batch.extend(target.held)
-                                target.held = []
-                                target.marker_index = MARKER_KEYS.index(key)
-                                target.progress.last_offset = offset
-                        else:
-                            target.held.append((key, msg.value()))
-                        continue
-                    if target.source_topic:
-                        raw = msg.value()
-                        batch.append(
-                            (key, None if raw is None else _TIMESTAMP.pack(msg.timestamp()[1]) + raw)
-                        )
-                    elif not is_marker(key):
-                        batch.append((key, msg.value()))
-                    target.progress.last_offset = offset
-                for tp, batch in batches.items():
-                    if batch:
-                        target = by_tp[tp]
-                        target.apply(batch)
-                        target.progress.restored += len(batch)
-                for tp in finished:
-                    if tp in pending:
-                        pending.discard(tp)
-                        target = by_tp[tp]
-                        if target.verify_offset is not None:
-                            # the partition ends before the standby's checkpointed marker
-                            self._verified(target, -1, None, None)
-                        if target.held:
-                            # after the last committed marker: input never committed
-                            target.orphans.update(k for k, _ in target.held)
-                            target.held = []
-                            if target.may_hold_orphans:
-                                target.ahead_of_changelog = True
-                                target.rebuild_reason = (
-                                    f"a standby wrote it and may have applied the changelog's "
-                                    f"{len(target.orphans)} orphan key(s) (records after the last "
-                                    f"committed marker)"
-                                )
-                        target.progress.finished_at = time.monotonic()
-                        self._log_done(target.progress)
-                if self.on_progress is not None:
-                    for tp in batches:
-                        self.on_progress(by_tp[tp].progress)
-                if now - last_log > 2.0:
-                    last_log = now
-                    for tp in sorted(pending):
-                        p = by_tp[tp].progress
-                        log.info(
-                            "restoring %s (task %s) from %s-%d: %d records so far, at offset %d",
-                            p.store,
-                            p.task_id,
-                            p.topic,
-                            p.partition,
-                            p.restored,
-                            p.last_offset,
-                        )
+            with gc_paused():
+                self._loop(consumer, by_tp, pending, heard, applier, should_stop, started)
+            applier.drain()
         finally:
+            applier.close()
+            for t in targets:
+                t._submit = None
             elapsed = time.monotonic() - started
             self.total_seconds += elapsed
+            self.total_cpu_seconds += time.process_time() - cpu_before
             self.total_restored += sum(t.progress.restored for t in targets) - restored_before
             try:
                 consumer.unassign()
             except Exception:
                 pass
+
+    def _loop(
+        self,
+        consumer: Consumer,
+        by_tp: dict[tuple[str, int], RestoreTarget],
+        pending: set[tuple[str, int]],
+        heard: set[tuple[str, int]],
+        applier: _Appliers,
+        should_stop: Callable[[], bool],
+        started: float,
+    ) -> None:
+        """Consume and apply until every partition of ``by_tp`` is done (see :meth:`restore`)."""
+        last_activity = last_log = started
+        while pending:
+            if should_stop():
+                return
+            msgs = fetch_ready(consumer, self.batch_records, 0.2)
+            now = time.monotonic()
+            if self.silent_ahead_s is not None and now - started > self.silent_ahead_s:
+                for tp in sorted(pending - heard):
+                    target = by_tp[tp]
+                    if target.progress.start_offset > 0:
+                        # nothing at all from a checkpointed position: it lies beyond the end
+                        log.warning(
+                            "changelog %s-%d answers nothing at checkpointed offset %d: assuming the "
+                            "changelog is shorter than the local state (recreated topic / restarted "
+                            "in-memory broker); the store will be rebuilt",
+                            tp[0],
+                            tp[1],
+                            target.progress.start_offset,
+                        )
+                        target.ahead_of_changelog = True
+                        target.progress.finished_at = now
+                        pending.discard(tp)
+                if not pending:
+                    break
+            if not msgs:
+                if now - last_activity > self.timeout_s:
+                    stuck = ", ".join(f"{t}-{p}" for t, p in sorted(pending))
+                    raise RestoreError(
+                        f"restoring from changelog partition(s) {stuck} made no progress for "
+                        f"{self.timeout_s:.0f}s; is the broker reachable and the topic present?"
+                    )
+                continue
+            last_activity = now
+            msgs = self._apply_runs(msgs, by_tp, pending, heard)
+            batches: dict[tuple[str, int], list[tuple[bytes, bytes | None]]] = {}
+            finished: list[tuple[str, int]] = []
+            for msg in msgs:
+                err = msg.error()
+                tp = (msg.topic(), msg.partition())
+                heard.add(tp)
+                if err is not None:
+                    if err.code() == KafkaError._PARTITION_EOF:
+                        finished.append(tp)
+                        target = by_tp.get(tp)
+                        if target is not None:
+                            target.progress.end_offset = msg.offset()
+                            if msg.offset() < target.progress.start_offset:
+                                target.ahead_of_changelog = True
+                        continue
+                    raise RestoreError(f"restore consumer error on {tp[0]}-{tp[1]}: {err}")
+                target = by_tp.get(tp)
+                if target is None or tp not in pending:
+                    continue
+                offset = msg.offset()
+                if target.stop_offset is not None and offset >= target.stop_offset:
+                    finished.append(tp)  # reached the restore end (see RestoreTarget.stop_offset)
+                    continue
+                key = msg.key()
+                if target.verify_offset is not None:
+                    if not self._verified(target, offset, key, msg.value()):
+                        pending.discard(tp)
+                        target.progress.finished_at = now
+                    continue
+                if target.progress.restored == 0 and offset < target.progress.start_offset:
+                    # the broker reset us below the checkpoint: the changelog lost data we have
+                    target.ahead_of_changelog = True
+                batch = batches.get(tp)
+                if batch is None:
+                    batch = batches[tp] = []
+                if target.committed is not None:
+                    if is_marker(key):
+                        if marker_is_committed(msg.value(), target.committed):
+                            batch.extend(target.held)
+                            target.held = []
+                            target.marker_index = MARKER_KEYS.index(key)
+                            target.progress.last_offset = offset
+                    else:
+                        target.held.append((key, msg.value()))
+                    continue
+                if target.source_topic:
+                    raw = msg.value()
+                    batch.append((key, None if raw is None else _TIMESTAMP.pack(msg.timestamp()[1]) + raw))
+                elif not is_marker(key):
+                    batch.append((key, msg.value()))
+                target.progress.last_offset = offset
+            for tp, batch in batches.items():
+                if batch:
+                    target = by_tp[tp]
+                    _deliver(target, batch)
+                    target.progress.restored += len(batch)
+            if any(tp in pending for tp in finished):
+                applier.drain()  # a target is done only once everything read for it is applied
+            for tp in finished:
+                if tp in pending:
+                    pending.discard(tp)
+                    target = by_tp[tp]
+                    if target.verify_offset is not None:
+                        # the partition ends before the standby's checkpointed marker
+                        self._verified(target, -1, None, None)
+                    if target.held:
+                        # after the last committed marker: input never committed
+                        target.orphans.update(k for k, _ in target.held)
+                        target.held = []
+                        if target.may_hold_orphans:
+                            target.ahead_of_changelog = True
+                            target.rebuild_reason = (
+                                f"a standby wrote it and may have applied the changelog's "
+                                f"{len(target.orphans)} orphan key(s) (records after the last "
+                                f"committed marker)"
+                            )
+                    target.progress.finished_at = time.monotonic()
+                    self._log_done(target.progress)
+            if self.on_progress is not None:
+                for tp in batches:
+                    self.on_progress(by_tp[tp].progress)
+            if now - last_log > 2.0:
+                last_log = now
+                for tp in sorted(pending):
+                    p = by_tp[tp].progress
+                    log.info(
+                        "restoring %s (task %s) from %s-%d: %d records so far, at offset %d",
+                        p.store,
+                        p.task_id,
+                        p.topic,
+                        p.partition,
+                        p.restored,
+                        p.last_offset,
+                    )
 
     @staticmethod
     def _verified(target: RestoreTarget, offset: int, key: bytes | None, value: bytes | None) -> bool:
@@ -391,16 +430,19 @@ class ChangelogReader:
         bad = list(compress(range(n), map(_error, msgs)))
         topics = list(map(_topic, msgs))
         parts = list(map(_partition, msgs))
-        if topics.count(topics[0]) == n and parts.count(parts[0]) == n:
-            tps: list[tuple[str, int]] = [(topics[0], parts[0])] * n  # one partition: one run
+        runs: Iterable[tuple[tuple[str, int], int]]
+        if topics.count(topics[0]) == n:
+            # one topic (the usual case): runs by partition number, without a (topic, partition) per record
+            topic = topics[0]
+            runs = (((topic, p), len(list(g))) for p, g in groupby(parts))
         else:
-            tps = list(zip(topics, parts, strict=True))
+            runs = ((tp, len(list(g))) for tp, g in groupby(zip(topics, parts, strict=True)))
         left: list[Any] = []
         slow: set[tuple[str, int]] = set()
         applied: list[RestoreTarget] = []
         i = 0
-        for tp, group in groupby(tps):
-            j = i + len(list(group))
+        for tp, size in runs:
+            j = i + size
             target = by_tp.get(tp)
             if (
                 tp in slow
@@ -460,8 +502,151 @@ class ChangelogReader:
                     progress.last_offset = run[m].offset()
             held.extend(zip(keys[start:], values[start:], strict=True))
         if batch:
-            target.apply(batch)
+            _deliver(target, batch)
             progress.restored += len(batch)
+
+
+def _deliver(target: RestoreTarget, batch: list[tuple[bytes, bytes | None]]) -> None:
+    """Apply ``batch`` to ``target``: on the restore's apply thread while a restore runs."""
+    submit = target._submit
+    if submit is None:
+        target.apply(batch)
+    else:
+        submit(target.apply, batch)
+
+
+class _Applier:
+    """Runs a restore's ``apply`` calls on one thread, in the order they were submitted.
+
+    Why: a restore is bound by the restoring thread's CPU (consume creates one Python object per
+    record), and a store's write -- RocksDB's ``Rdict.write`` of a WriteBatch, ~0.2 us per record with
+    ordered keys and ~0.8 with random ones, a fifth to half of the whole per-record cost -- releases
+    the GIL. On its own thread the write of one batch overlaps consuming the next. Each store's
+    batches go to one thread, through a FIFO, so they stay in changelog order; the queue is bounded.
+    Every submitted batch is applied before :meth:`ChangelogReader.restore` returns or raises (so the
+    caller's checkpoint never claims records the store lacks, and no write reaches a store after the
+    restore), unless an apply failed: then the rest is dropped and the failure is raised on the
+    restoring thread.
+    """
+
+    def __init__(self, max_queued: int = 4) -> None:
+        self._cond = threading.Condition()
+        self._queue: deque[tuple[Callable[[list], None], list]] = deque()
+        self._max_queued = max_queued
+        self._busy = False
+        self._closed = False
+        self._error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+
+    def submit(self, apply: Callable[[list], None], batch: list) -> None:
+        with self._cond:
+            while len(self._queue) >= self._max_queued and self._error is None:
+                self._cond.wait()
+            self._raise()
+            self._queue.append((apply, batch))
+            self._cond.notify_all()
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="restore-apply", daemon=True)
+            self._thread.start()
+
+    def drain(self) -> None:
+        """Wait until every submitted batch is applied; raise an apply's failure."""
+        with self._cond:
+            while (self._queue or self._busy) and self._error is None:
+                self._cond.wait()
+            self._raise()
+
+    def close(self) -> None:
+        """Apply what is queued (unless an apply failed), then stop the thread."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+        if self._thread is not None:
+            self._thread.join()
+
+    def _raise(self) -> None:
+        if self._error is not None:
+            raise self._error
+
+    def _run(self) -> None:
+        cond = self._cond
+        while True:
+            with cond:
+                while not self._queue and not self._closed:
+                    cond.wait()
+                if not self._queue or self._error is not None:
+                    return
+                apply, batch = self._queue.popleft()
+                self._busy = True
+                cond.notify_all()
+            try:
+                apply(batch)
+            except BaseException as exc:  # handed to the restoring thread
+                with cond:
+                    self._error = exc
+                    self._queue.clear()
+                    self._busy = False
+                    cond.notify_all()
+                return
+            with cond:
+                self._busy = False
+                cond.notify_all()
+
+
+#: apply threads of one restore: each target's batches go to one of them (its changelog order kept);
+#: two let two stores write at once (RocksDB writes release the GIL), which matters when commit markers
+#: release many held records of several partitions together
+APPLY_THREADS = 2
+
+
+class _Appliers:
+    """A restore's apply threads (:class:`_Applier` each); drained and closed together."""
+
+    def __init__(self, lanes: int) -> None:
+        self._lanes = [_Applier() for _ in range(max(1, lanes))]
+
+    def lane(self, i: int) -> Callable[[Callable[[list], None], list], None]:
+        return self._lanes[i % len(self._lanes)].submit
+
+    def drain(self) -> None:
+        for lane in self._lanes:
+            lane.drain()
+
+    def close(self) -> None:
+        for lane in self._lanes:
+            lane.close()
+
+
+_gc_lock = threading.Lock()
+_gc_pauses = 0
+_gc_was_enabled = False
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector while a restore runs (re-entrant, across threads).
+
+    Why: consume creates one GC-tracked ``Message`` per record, and the tuples of each batch follow;
+    the collector's generation-0 threshold (700 allocations) then runs collections every few hundred
+    records, and the survivors of each batch trigger full collections of the whole heap. Measured on
+    1M changelog records: 0.95 -> 0.65 us of the restoring thread's CPU per record. A restore creates no
+    reference cycles (messages and batches are freed by reference counting), so nothing accumulates
+    while the collector is off; it is switched back on when the last concurrent restore ends (only if
+    it was on before).
+    """
+    global _gc_pauses, _gc_was_enabled
+    with _gc_lock:
+        if _gc_pauses == 0:
+            _gc_was_enabled = gc.isenabled()
+            gc.disable()
+        _gc_pauses += 1
+    try:
+        yield
+    finally:
+        with _gc_lock:
+            _gc_pauses -= 1
+            if _gc_pauses == 0 and _gc_was_enabled:
+                gc.enable()
 
 
 #: fewer messages than this go through the per-record loop only (column-wise setup costs more)

@@ -12,9 +12,14 @@ from time import perf_counter_ns
 from typing import Any
 
 from edge.errors import StateStoreError
-from edge.serde import Serde
+from edge.serde import Serde, ValueAndTimestamp
+from edge.serde.timestamped import _TS_LONG, _TS_LONG_UNPACK, _LongValueAndTimestampSerde
 from edge.state.api import FlushListener, StoreContext, StoreMetrics, changelog_topic_name
 from edge.state.iterators import DeserializingIterator
+
+_tuple_new = tuple.__new__
+_pack_long_ts = _TS_LONG.pack
+_unpack_long_ts = _TS_LONG_UNPACK
 
 
 def DISCARD_CHANGES(*_: Any) -> None:
@@ -62,9 +67,16 @@ class MeteredKeyValueStore:
         d = self.__dict__
         for name in _TIMED:
             d.pop(name, None)
+        d.pop("put_timestamped", None)
         if self._metrics is not None:
             for name in _TIMED:
                 d[name] = getattr(self, "_timed_" + name)
+        elif type(self.value_serde) is _LongValueAndTimestampSerde:
+            # counts: the 16 stored bytes are packed and unpacked here, without building the
+            # ValueAndTimestamp the serde would take apart again and without a call into the serde
+            # (timed stores keep the generic paths, which time ``get`` and ``put``)
+            d["put_timestamped"] = self._put_long_timestamped
+            d["get"] = self._get_long_timestamped
 
     @property
     def is_open(self) -> bool:
@@ -150,6 +162,41 @@ class MeteredKeyValueStore:
             raise StateStoreError("state store keys must not be None", store=self.name)
         topic = self._topic
         self._iput(self._kser(topic, key), self._vser(topic, value), timestamp)
+
+    def put_timestamped(self, key: Any, value: Any, timestamp: int) -> None:
+        """``put(key, ValueAndTimestamp(value, timestamp), timestamp)`` (``value=None``: put None), for a
+        store whose values are timestamped; a long-valued store packs the bytes directly (same bytes)."""
+        self.put(key, None if value is None else _tuple_new(ValueAndTimestamp, (value, timestamp)), timestamp)
+
+    def _get_long_timestamped(self, key: Any) -> Any:
+        """``get`` of a ``ValueAndTimestampSerde(Serdes.long())`` store: the serde's fast path inlined;
+        anything that is not 16 bytes goes to the serde, which decodes -- or fails -- as before."""
+        if key is None:
+            return None
+        topic = self._topic
+        data = self._iget(self._kser(topic, key))
+        if data is None:
+            return None
+        try:
+            ts, v = _unpack_long_ts(data)
+        except Exception:
+            return self._vde(topic, data)
+        return _tuple_new(ValueAndTimestamp, (v, ts))
+
+    def _put_long_timestamped(self, key: Any, value: Any, timestamp: int) -> None:
+        """``put_timestamped`` of a ``ValueAndTimestampSerde(Serdes.long())`` store: the serde's fast path
+        (``_TS_LONG.pack(timestamp, value)``) inlined; anything else (None, not an int, out of range)
+        takes the generic path, which serializes -- or fails -- exactly as before."""
+        if value.__class__ is int and key is not None:
+            try:
+                vb = _pack_long_ts(timestamp, value)
+            except Exception:
+                pass
+            else:
+                topic = self._topic
+                self._iput(self._kser(topic, key), vb, timestamp)
+                return
+        MeteredKeyValueStore.put_timestamped(self, key, value, timestamp)
 
     def put_with_headers(self, key: Any, value: Any, timestamp: int, headers: Any) -> None:
         """``put`` into a caching stack that keeps ``headers`` with the dirty entry, so the flush

@@ -59,6 +59,27 @@ class KStreamAggregate(_StoreBacked):
         self._emit(key, self._aggregator(key, value, agg), old_agg, ts, record.headers)
 
 
+class KStreamCount(_StoreBacked):
+    """``KGroupedStream.count``: ``KStreamAggregate`` with the initializer ``0`` and the aggregator
+    ``agg + 1`` written out, so a count costs no Python call into either (same outputs, timestamps and
+    skips)."""
+
+    def process(self, record: Record) -> None:
+        key = record.key
+        if key is None or record.value is None:
+            self._skip("a null key or value")
+            return
+        old = self._get(key)
+        ts = record.timestamp
+        if old is None:
+            self._emit(key, 1, None, ts, record.headers)
+            return
+        old_agg = old[0]
+        if old[1] > ts:
+            ts = old[1]
+        self._emit(key, old_agg + 1, old_agg, ts, record.headers)
+
+
 class KStreamReduce(_StoreBacked):
     def __init__(self, store_name: str, reducer: Callable[[Any, Any], Any]) -> None:
         super().__init__(store_name)

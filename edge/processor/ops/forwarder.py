@@ -23,7 +23,7 @@ class TableEmitter:
     store keeps each dirty key's headers, so the flushed update carries the headers of the record that
     last wrote the key, as Kafka's cache does (its LRU entries keep the full record context)."""
 
-    __slots__ = ("_caching", "_forward", "_put", "_send_old_values", "store")
+    __slots__ = ("_caching", "_forward", "_put", "_put_ts", "_send_old_values", "store")
 
     def __init__(
         self, context: ProcessorContext, store_name: str | None, send_old_values: bool = True
@@ -42,6 +42,17 @@ class TableEmitter:
             listener = self._on_flush if getattr(context, "has_children", True) else DISCARD_CHANGES
             self._caching = bool(self.store.set_flush_listener(listener, send_old_values))
             put_with_headers = getattr(self.store, "put_with_headers", None)
+            #: ``put_ts(key, new, timestamp)`` stores ``ValueAndTimestamp(new, timestamp)`` (None: None);
+            #: a metered store does it without building the tuple when it can (a count's store)
+            put_ts = getattr(self.store, "put_timestamped", None)
+            if put_ts is None:
+                put = self.store.put
+
+                def put_ts(key: Any, new: Any, timestamp: int) -> None:
+                    value = None if new is None else _tuple_new(ValueAndTimestamp, (new, timestamp))
+                    put(key, value, timestamp)
+
+            self._put_ts = put_ts
             if self._caching and put_with_headers is not None:
                 self._put = put_with_headers
             elif self._caching:
@@ -58,12 +69,12 @@ class TableEmitter:
     def emit(self, key: Any, new: Any, old: Any, timestamp: int, headers: Headers | None) -> None:
         """Record ``key``'s change to ``new`` (None = delete) from ``old``."""
         if self.store is not None:
-            # tuple.__new__ skips NamedTuple's Python-level __new__ frame
-            value = None if new is None else _tuple_new(ValueAndTimestamp, (new, timestamp))
             if self._caching:
+                # tuple.__new__ skips NamedTuple's Python-level __new__ frame
+                value = None if new is None else _tuple_new(ValueAndTimestamp, (new, timestamp))
                 self._put(key, value, timestamp, headers)
                 return
-            self._put(key, value, timestamp)
+            self._put_ts(key, new, timestamp)
         # Record(key, Change(new, old), timestamp, headers) without two __init__ frames
         change = _new(Change)
         change.new = new
