@@ -1,7 +1,8 @@
 """``make test``'s three pytest passes, the Apache Kafka and Parquet passes beside the main one.
 
 1. the whole suite on the embedded broker (native Delta where ``make install`` resolved the jars), in
-   the foreground with its output as usual;
+   the foreground with its output as usual (``MAIN_TEST_ARGS`` added: deselections of tests that run
+   in the Kafka pass only);
 2. ``KAFKA_TESTS`` on Apache Kafka (``KAFKA_PASS_ENV``), then
 3. ``DELTA_TESTS`` on Parquet + deltalake (only when the jars were resolved, else the reason is printed),
    one after the other in the background, each into a log under ``.state/test-logs`` that is printed
@@ -117,7 +118,7 @@ def main() -> int:
     worker.start()
     started = time.monotonic()
     try:
-        main_code = subprocess.call([PYTEST, *pytest_args], cwd=ROOT)
+        main_code = subprocess.call([PYTEST, *pytest_args, *_env_list("MAIN_TEST_ARGS")], cwd=ROOT)
         main_seconds = time.monotonic() - started
         worker.join()
     except KeyboardInterrupt:
