@@ -91,7 +91,7 @@ def bronze_event_dates(
     return dates
 
 
-#: Run states in which a run may still materialize bronze or the dimensions.
+#: Run states in which a run may still write what it planned (also the lag sensor's "ingest in progress").
 UNFINISHED = {
     DagsterRunStatus.NOT_STARTED,
     DagsterRunStatus.QUEUED,

@@ -31,7 +31,6 @@ from dagster import (
     AssetSelection,
     AutomationConditionSensorDefinition,
     BetaWarning,
-    DagsterRunStatus,
     DefaultSensorStatus,
     RunRequest,
     RunsFilter,
@@ -42,6 +41,7 @@ from dagster import (
     sensor,
 )
 
+from assets.automation import UNFINISHED
 from assets.bronze.assets import BRONZE_TOPICS, bronze_key
 from assets.edge_apps.assets import live_metadata, static_metadata, topology_version
 from assets.edge_apps.metrics import LiveMetrics
@@ -63,13 +63,6 @@ DEFAULT_MIN_RECORDS = 1
 #: Fewer records than ``min_records`` still get ingested once the first of them waited this long.
 DEFAULT_MAX_WAIT_S = 300.0
 LAG_SENSOR = "kafka_lag_sensor"
-#: Run states in which an ingest run still has to read its offsets (or is reading them).
-UNFINISHED = [
-    DagsterRunStatus.NOT_STARTED,
-    DagsterRunStatus.QUEUED,
-    DagsterRunStatus.STARTING,
-    DagsterRunStatus.STARTED,
-]
 AUTOMATION_SENSOR = "daily_automation"
 EDGE_OBSERVER = "edge_apps_observer"
 
@@ -155,7 +148,7 @@ def ingest_in_progress(context: SensorEvaluationContext, bronze: set[AssetKey]) 
     """The id of a queued or running run that ingests (``ingest_job``, or a materialization of a
     bronze asset launched from the UI), if any: a second ingest would race it for the same offsets
     (bronze stays exactly once, so one of the two would fail its commit or find nothing to do)."""
-    for record in context.instance.get_run_records(filters=RunsFilter(statuses=UNFINISHED), limit=50):
+    for record in context.instance.get_run_records(filters=RunsFilter(statuses=list(UNFINISHED)), limit=50):
         run = record.dagster_run
         if run.job_name == ingest_job.name or (run.asset_selection or set()) & bronze:
             return run.run_id
