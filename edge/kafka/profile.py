@@ -32,6 +32,14 @@ EMBEDDED_CONSUMER_DEFAULTS: Mapping[str, Any] = {
 #: Every producer and consumer: topics are created explicitly, never by a metadata request.
 NO_AUTO_CREATE: Mapping[str, Any] = {"allow.auto.create.topics": False}
 
+#: Every consumer, on any broker. librdkafka stops prefetching a partition once ``queued.min.messages``
+#: (100k) records wait locally and then looks again only after ``fetch.queue.backoff.ms``, 1 s by
+#: default: a consumer that drains its queue faster than that sits idle for the rest of the second.
+#: Measured on the embedded broker, consuming 1M records while producing them on: 150k records/s with
+#: the default, 1.0M/s with 10 ms (a bare consume: 285k/s vs 2M/s). The Java consumer has no such
+#: pause. Memory stays bounded by the same queue limits.
+CONSUMER_DEFAULTS: Mapping[str, Any] = {"fetch.queue.backoff.ms": 10}
+
 #: Topics on the embedded broker always get explicit retention (it applies none by itself).
 EMBEDDED_TOPIC_DEFAULTS: Mapping[str, str] = {
     "retention.ms": str(7 * 24 * 3600 * 1000),
@@ -61,7 +69,7 @@ class KafkaClientConfig:
         return {**NO_AUTO_CREATE, **self.common(), **overrides}
 
     def consumer(self, group_id: str | None = None, **overrides: Any) -> dict[str, Any]:
-        conf: dict[str, Any] = {**NO_AUTO_CREATE, **self.common()}
+        conf: dict[str, Any] = {**NO_AUTO_CREATE, **CONSUMER_DEFAULTS, **self.common()}
         if self.profile is BrokerProfile.EMBEDDED:
             conf.update(EMBEDDED_CONSUMER_DEFAULTS)
         if group_id is not None:
