@@ -367,6 +367,7 @@ class StreamsApp(ProcessingLoop, RebalanceCallbacks, FailureAndShutdown):
             # waiting longer for a commit (the cluster gone) only keeps the instance RUNNING for nothing
             timeout_s=max(cfg.transaction_timeout_ms / 1000, 5.0) if cfg.exactly_once else 60.0,
         )
+        self.committer.cluster_lost = lambda: watchdog.lost
         # HTTP (queries + metrics)
         if cfg.http_enabled:
             from edge.iq.server import QueryServer

@@ -31,11 +31,12 @@ checkpoints only on a clean close (a crash rebuilds state from the committed cha
 from __future__ import annotations
 
 import logging
+import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
-from confluent_kafka import KafkaException, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from edge.errors import StreamhouseError
 from edge.runtime.producer import KafkaCollector, is_fenced
@@ -73,6 +74,51 @@ class Committer:
         self.commits = 0
         self.commit_seconds_total = 0.0
         self.last_commit_seconds = 0.0
+        #: set by the runtime: True once the cluster has been gone for a session timeout (the group has
+        #: dropped this member, so an offset commit still waiting can only fail)
+        self.cluster_lost: Callable[[], bool] = lambda: False
+
+    def commit_offsets(self, tps: list[TopicPartition]) -> None:
+        """A synchronous offset commit that gives up, as Java's ``commitSync`` does after
+        ``default.api.timeout.ms``.
+
+        librdkafka's synchronous commit can wait for the group coordinator for as long as no broker
+        answers (librdkafka issue 3740). A broker stopped while a commit was in flight left the stream
+        thread in ``consumer.commit`` for minutes (seen in a thread dump of the broker-restart trial),
+        and the instance RUNNING: the consumer's statistics, which tell the watchdog the cluster is gone,
+        are served only while the thread polls. So the commit runs on a helper thread, and the stream
+        thread waits for it while serving its producer's statistics and errors (which feed the watchdog
+        too). It stops waiting once the cluster is lost or after ``timeout_s`` and raises a
+        ``_TIMED_OUT`` KafkaException: the runtime then drops its tasks, as Kafka Streams does when its
+        partitions are lost, and resumes from the last commit. A commit left waiting completes or fails
+        on its own once the cluster is back; the offsets it carries are those of records already
+        flushed, so it can only confirm work that is done.
+        """
+        outcome: list[BaseException] = []
+        done = threading.Event()
+
+        def run() -> None:
+            try:
+                self.consumer.commit(offsets=tps, asynchronous=False)
+            except BaseException as exc:  # handed to the stream thread
+                outcome.append(exc)
+            finally:
+                done.set()
+
+        threading.Thread(target=run, name="streamhouse-offset-commit", daemon=True).start()
+        deadline = time.monotonic() + self.timeout_s
+        while not done.wait(0.05):
+            self.collector.poll()
+            lost = self.cluster_lost()
+            if lost or time.monotonic() >= deadline:
+                why = "the cluster is unreachable" if lost else f"no answer within {self.timeout_s:g} s"
+                where = ", ".join(f"{tp.topic}-{tp.partition}@{tp.offset}" for tp in tps[:5])
+                more = " ..." if len(tps) > 5 else ""
+                raise KafkaException(
+                    KafkaError(KafkaError._TIMED_OUT, f"offset commit abandoned ({why}): {where}{more}")
+                )
+        if outcome:
+            raise outcome[0]
 
     # -- transactions -------------------------------------------------------------------------------
     def begin(self) -> None:
@@ -155,7 +201,7 @@ class Committer:
             self.collector.flush(self.timeout_s)
             # 4. input offsets
             if tps:
-                self.consumer.commit(offsets=tps, asynchronous=False)
+                self.commit_offsets(tps)
         # 5. the committed writes reach the stores' disks
         for t in tasks:
             t.task.persist_stores()

@@ -74,6 +74,8 @@ class ChangeLoggingKeyValueStore:
         self.get = inner.get  # type: ignore[method-assign]
         self.get_many = inner.get_many  # type: ignore[method-assign]
         self.range = inner.range  # type: ignore[method-assign]
+        #: a list-returning scan, where the inner store has one (window fetches use it when present)
+        self.range_items = getattr(inner, "range_items", None)
         self.prefix_scan = inner.prefix_scan  # type: ignore[method-assign]
         self.all = inner.all  # type: ignore[method-assign]
         self.approximate_num_entries = inner.approximate_num_entries  # type: ignore[method-assign]

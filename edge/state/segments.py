@@ -363,6 +363,31 @@ class SegmentedBytesStore:
     def range(self, from_key: bytes | None, to_key: bytes | None) -> BaseKeyValueIterator:
         return self._scan(lambda s: s.range(from_key, to_key))
 
+    def range_items(self, from_key: bytes, to_key: bytes) -> list[tuple[bytes, bytes]]:
+        """``list(range(from_key, to_key))`` without iterator objects (see the shared store's
+        ``range_items``): a window fetch per record builds no merge, filter or strip iterators."""
+        self._check_open()
+        shared = self._shared
+        scan = getattr(shared, "range_items", None)
+        out: list[tuple[bytes, bytes]] = []
+        parts = 0
+        for segment_id in sorted(self._segments):
+            p = self._segments[segment_id].prefix
+            if scan is not None:
+                found = scan(p + from_key, p + to_key)
+            else:
+                with shared.range(p + from_key, p + to_key) as it:
+                    found = list(it)
+            if found:
+                parts += 1
+                out.extend((k[8:], v) for k, v in found)
+        if parts > 1:
+            out.sort(key=_first)  # a key lives in exactly one segment: no two entries share a key
+        if self.observed_stream_time >= 0 and out:
+            time_of, min_time = self.time_of, self.min_live_time()
+            out = [kv for kv in out if time_of(kv[0]) >= min_time]
+        return out
+
     def prefix_scan(self, prefix: bytes) -> BaseKeyValueIterator:
         return self._scan(lambda s: s.prefix_scan(prefix))
 

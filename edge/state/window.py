@@ -271,11 +271,9 @@ class MeteredWindowStore(_MeteredWindowed):
         time_from = max(time_from, self._min_live(), 0)
         if time_from > time_to:
             return []
-        raw = _drain(
-            self.wrapped.range(
-                window_store_key(kb, time_from, _MIN_SEQ), window_store_key(kb, time_to, _MAX_SEQ)
-            )
-        )
+        lo, hi = window_store_key(kb, time_from, _MIN_SEQ), window_store_key(kb, time_to, _MAX_SEQ)
+        scan = getattr(self.wrapped, "range_items", None)
+        raw = scan(lo, hi) if scan is not None else _drain(self.wrapped.range(lo, hi))
         topic, vde, n = self._topic, self._vde, len(kb)
         out = []
         for sk, v in raw:

@@ -173,8 +173,8 @@ def test_app_gives_up_when_the_cluster_stays_away(
     broker: RestartableBroker, start_app, unique_name, record_figures
 ) -> None:
     """The broker stops while the app is busy and commits every 5 ms, so the stop lands in or next to a
-    commit (a stream thread blocked in one learns nothing of the cluster): the app must still leave
-    RUNNING and give up."""
+    commit (flush, offset commit, checkpoint): wherever the stream thread is, the app must leave RUNNING
+    and give up."""
     src, out = _topics(broker, unique_name)
     inst = start_app(unique_name("app"), src, out, cluster_unavailable_timeout_ms=8000, commit_interval_ms=5)
     produce(broker.client, src, keyed(20_000, 100))
