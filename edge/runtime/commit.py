@@ -200,8 +200,12 @@ class Committer:
             # 3. every queued record acknowledged (raises if one failed: then nothing is committed)
             self.collector.flush(self.timeout_s)
             # 4. input offsets
-            if tps:
+            if tps and not closing:
                 self.commit_offsets(tps)
+            elif tps:
+                # closing: in a rebalance callback (a commit from another thread would wait for the
+                # callback to return: a deadlock) or at shutdown; the stream thread commits itself
+                self.consumer.commit(offsets=tps, asynchronous=False)
         # 5. the committed writes reach the stores' disks
         for t in tasks:
             t.task.persist_stores()
