@@ -40,6 +40,7 @@ def lakehouse(kafka_broker: KafkaClientConfig, spark, tmp_lake: Path) -> Callabl
     from orchestration.definitions import build_definitions
     from orchestration.resources import build_resources
     from orchestration.settings import Settings
+    from quality.checks import QualityResource
 
     def _make(**resource_overrides) -> Lakehouse:
         prefix = f"lh{uuid.uuid4().hex[:8]}."
@@ -48,7 +49,16 @@ def lakehouse(kafka_broker: KafkaClientConfig, spark, tmp_lake: Path) -> Callabl
             bootstrap_servers=kafka_broker.bootstrap_servers,
             lake_root=tmp_lake,
         )
-        overrides = {"topic_prefix": prefix, "spark": ExistingSparkResource(), **resource_overrides}
+        # the test's own GX project: the default (state_dir/quality, under the checkout) is shared with
+        # the Parquet pass that `make test` runs beside the main one, and GX's file stores are not safe
+        # to write from two processes at once (a suite read back as None while the other rewrote it)
+        quality = QualityResource(docs_dir=str(tmp_lake.parent / "quality"))
+        overrides = {
+            "topic_prefix": prefix,
+            "spark": ExistingSparkResource(),
+            "quality": quality,
+            **resource_overrides,
+        }
         defs = build_definitions(settings, **overrides)
         resources = build_resources(settings, **overrides)
         return Lakehouse(defs, kafka_broker, prefix, tmp_lake, DagsterInstance.ephemeral(), resources)
