@@ -488,11 +488,7 @@ class RocksDBKeyValueStore:
         if not pending:
             return it
         # merge the write buffer into the scan (buffered values win, a buffered None hides the key)
-        keys = self._sorted_keys
-        if keys is None:
-            keys = self._sorted_keys = sorted(pending)
-        elif len(keys) != len(pending):
-            keys = self._sort_in_new_keys(keys, pending)
+        keys = self._buffered_keys_sorted()
         lo = 0 if start is None else bisect_left(keys, start)
         hi = len(keys) if upper is None else bisect_left(keys, upper)
         overlay = [(k, pending[k]) for k in keys[lo:hi]]
@@ -501,6 +497,16 @@ class RocksDBKeyValueStore:
         if not overlay:
             return it
         return MergedCacheIterator(overlay, it, self.name, self._iters)
+
+    def _buffered_keys_sorted(self) -> list[bytes]:
+        """The write buffer's keys in order, for merging it into a scan (kept between scans)."""
+        keys = self._sorted_keys
+        pending = self._pending
+        if keys is None:
+            keys = self._sorted_keys = sorted(pending)
+        elif len(keys) != len(pending):
+            keys = self._sort_in_new_keys(keys, pending)
+        return keys
 
     def _sort_in_new_keys(self, keys: list[bytes], pending: dict[bytes, bytes | None]) -> list[bytes]:
         """Bring the sorted key list up to date with the keys buffered since it was built.
@@ -535,11 +541,7 @@ class RocksDBKeyValueStore:
         pending = self._pending
         if not pending:
             return items
-        keys = self._sorted_keys
-        if keys is None:
-            keys = self._sorted_keys = sorted(pending)
-        elif len(keys) != len(pending):
-            keys = self._sort_in_new_keys(keys, pending)
+        keys = self._buffered_keys_sorted()
         lo = bisect_left(keys, from_key)
         hi = bisect_right(keys, to_key)
         if lo == hi:
