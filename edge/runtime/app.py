@@ -583,13 +583,7 @@ class StreamsApp(ProcessingLoop, RebalanceCallbacks, FailureAndShutdown):
         wd = self.watchdog
         if wd is None or self._closing:
             return
-        if wd.expired:
-            raise ClusterUnavailableError(
-                f"no broker of the Kafka cluster at {self.config.bootstrap_servers} answered for "
-                f"{wd.unavailable_for:.0f} s (cluster.unavailable.timeout.ms="
-                f"{self.config.cluster_unavailable_timeout_ms}); giving up. Start the cluster (or raise "
-                "cluster.unavailable.timeout.ms) and restart the application"
-            )
+        self._give_up_if_expired()
         if wd.lost:
             if not self._resume_pending:
                 self._drop_tasks(
@@ -612,6 +606,25 @@ class StreamsApp(ProcessingLoop, RebalanceCallbacks, FailureAndShutdown):
             created = validate_topics(self.plan, self.client)
             if created:
                 log.warning("the cluster had lost internal topic(s) %s: created them again", created)
+
+    def _give_up_if_expired(self) -> None:
+        wd = self.watchdog
+        if wd is not None and not self._closing and wd.expired:
+            raise ClusterUnavailableError(
+                f"no broker of the Kafka cluster at {self.config.bootstrap_servers} answered for "
+                f"{wd.unavailable_for:.0f} s (cluster.unavailable.timeout.ms="
+                f"{self.config.cluster_unavailable_timeout_ms}); giving up. Start the cluster (or raise "
+                "cluster.unavailable.timeout.ms) and restart the application"
+            )
+
+    def _wait_out_abandoned_commit(self, timeout_s: float) -> None:
+        """The stream thread's turn while an abandoned offset commit holds the consumer (its tasks are
+        already dropped): it serves the producer, whose statistics keep the watchdog informed, the
+        interactive queries and the give-up deadline, and uses the consumer again once the commit has
+        ended, which it does when the cluster answers."""
+        self.committer.wait_for_abandoned(timeout_s)
+        self._run_queries()
+        self._give_up_if_expired()
 
     def _drop_tasks(self, reason: str, *, resume: bool) -> None:
         """Kafka Streams' handleLostAll: close every active task without committing (its stores fall

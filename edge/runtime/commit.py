@@ -77,6 +77,42 @@ class Committer:
         #: set by the runtime: True once the cluster has been gone for a session timeout (the group has
         #: dropped this member, so an offset commit still waiting can only fail)
         self.cluster_lost: Callable[[], bool] = lambda: False
+        #: an abandoned offset commit still waiting in librdkafka (its done event and outcome)
+        self._abandoned: tuple[threading.Event, list[BaseException]] | None = None
+
+    @property
+    def consumer_held(self) -> bool:
+        """An abandoned offset commit still holds the consumer.
+
+        confluent-kafka serializes the calls on one client: while the commit waits in librdkafka, any
+        other call on the consumer (``consume``, ``close``, ``committed``) waits behind it, for as long
+        as the cluster stays away. A thread dump of the broker-stop trial showed the stream thread in
+        ``consume`` behind such a commit, unable to serve the statistics that would make it give up.
+        """
+        abandoned = self._abandoned
+        if abandoned is None:
+            return False
+        done, outcome = abandoned
+        if not done.is_set():
+            return True
+        self._abandoned = None
+        if outcome:
+            log.info("the offset commit abandoned during the outage ended with: %s", outcome[0])
+        else:
+            log.info("the offset commit abandoned during the outage went through once the cluster answered")
+        return False
+
+    def wait_for_abandoned(self, timeout_s: float) -> None:
+        """Wait up to ``timeout_s`` for an abandoned commit to end, serving the producer meanwhile."""
+        abandoned = self._abandoned
+        if abandoned is None:
+            return
+        done = abandoned[0]
+        deadline = time.monotonic() + timeout_s
+        while not done.wait(0.05):
+            self.collector.poll()
+            if time.monotonic() >= deadline:
+                return
 
     def commit_offsets(self, tps: list[TopicPartition]) -> None:
         """A synchronous offset commit that gives up, as Java's ``commitSync`` does after
@@ -92,8 +128,13 @@ class Committer:
         ``_TIMED_OUT`` KafkaException: the runtime then drops its tasks, as Kafka Streams does when its
         partitions are lost, and resumes from the last commit. A commit left waiting completes or fails
         on its own once the cluster is back; the offsets it carries are those of records already
-        flushed, so it can only confirm work that is done.
+        flushed, so it can only confirm work that is done. Until it ends it holds the consumer (see
+        :attr:`consumer_held`): the runtime leaves the consumer alone meanwhile.
         """
+        if self.consumer_held:
+            raise KafkaException(
+                KafkaError(KafkaError._TIMED_OUT, "an earlier offset commit still waits for the cluster")
+            )
         outcome: list[BaseException] = []
         done = threading.Event()
 
@@ -111,6 +152,7 @@ class Committer:
             self.collector.poll()
             lost = self.cluster_lost()
             if lost or time.monotonic() >= deadline:
+                self._abandoned = (done, outcome)
                 why = "the cluster is unreachable" if lost else f"no answer within {self.timeout_s:g} s"
                 where = ", ".join(f"{tp.topic}-{tp.partition}@{tp.offset}" for tp in tps[:5])
                 more = " ..." if len(tps) > 5 else ""

@@ -55,6 +55,9 @@ class ProcessingLoop:
         assignment_version = -1
         one_partition = False
         while not self._stop.is_set():
+            if committer.consumer_held:
+                self._wait_out_abandoned_commit(poll_s)
+                continue
             msgs = fetch(consumer, max_records, poll_s)
             if self._callback_error is not None:
                 exc, self._callback_error = self._callback_error, None

@@ -117,11 +117,21 @@ class FailureAndShutdown:
                 consumer.consume(100, 0.1)
 
     def _release_resources(self) -> None:
-        self._finish_rebalance()
+        committer = getattr(self, "committer", None)
+        consumer_held = committer is not None and committer.consumer_held
+        if consumer_held:
+            # closing would wait behind it for as long as the cluster stays away
+            log.warning(
+                "an offset commit abandoned during the outage still holds the stream consumer: it is "
+                "not closed (the group drops this member after its session timeout)"
+            )
+        else:
+            self._finish_rebalance()
+        consumer = None if consumer_held else getattr(self, "consumer", None)
         for name, action in (
             ("standby", lambda: self.standby and self.standby.close()),
             ("global", lambda: self.global_state and self.global_state.close()),
-            ("consumer", lambda: getattr(self, "consumer", None) and self.consumer.close()),
+            ("consumer", lambda: consumer is not None and consumer.close()),
             ("producer", lambda: getattr(self, "producer", None) and self.producer.flush(5)),
             ("restore", lambda: getattr(self, "reader", None) and self.reader.close()),
             ("metadata", lambda: self.metadata and self.metadata.stop()),

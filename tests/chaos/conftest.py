@@ -7,8 +7,10 @@ chaos`` runs ``full`` and writes every trial's figures to ``CHAOS_REPORT`` (docs
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -116,4 +118,8 @@ def wait_exit(inst: Instance, timeout: float) -> int:
         if code is not None:
             return code
         time.sleep(0.1)
-    raise AssertionError(f"instance still running after {timeout}s:\n{inst.log_tail()}")
+    # every thread's stack (the app dumps them on SIGUSR1): where it is stuck
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(inst.proc.pid, signal.SIGUSR1)
+    time.sleep(1.0)
+    raise AssertionError(f"instance still running after {timeout}s:\n{inst.log_tail(200)}")

@@ -150,8 +150,12 @@ def test_app_resumes_with_exact_state_after_a_broker_restart(
     reader.close()
     counts = broker.partitions()
     lines = _connection_lines(inst, broker.port)
+    log = inst.log_path.read_text(errors="replace")
     record_figures(
         guarantee=guarantee,
+        # where the stop landed: in an offset commit (abandoned; it holds the consumer until the broker
+        # is back) or elsewhere (the partitions are lost while the cluster is unreachable)
+        offset_commit_abandoned="offset commit abandoned" in log,
         events=len(before) + len(during) + len(after),
         left_running_after_s=round(left_after, 1),
         resumed_after_s=round(resumed_after, 1),
@@ -177,11 +181,14 @@ def test_app_gives_up_when_the_cluster_stays_away(
     and give up."""
     src, out = _topics(broker, unique_name)
     inst = start_app(unique_name("app"), src, out, cluster_unavailable_timeout_ms=8000, commit_interval_ms=5)
-    produce(broker.client, src, keyed(20_000, 100))
+    # the app commits only after new input, and it can drain a fixed batch in fewer than 20 commits:
+    # input keeps coming until it has committed 20 times, and one more batch is in flight at the stop
     deadline = time.monotonic() + 60
+    sent = 0
     while inst.metric("streamhouse_edge_commits_total") < 20:
         assert time.monotonic() < deadline, inst.log_tail()
-        time.sleep(0.05)
+        sent += produce(broker.client, src, keyed(2_000, 100, sent))
+    produce(broker.client, src, keyed(20_000, 100, sent))
     broker.broker.stop()
     stopped = time.monotonic()
     assert _wait_state(inst, "RUNNING", 60)[0] == "REBALANCING"
@@ -189,7 +196,11 @@ def test_app_gives_up_when_the_cluster_stays_away(
     gave_up_after = time.monotonic() - stopped
     log = inst.log_path.read_text(errors="replace")
     lines = _connection_lines(inst, broker.port)
-    record_figures(gave_up_after_s=round(gave_up_after, 1), connection_error_lines=len(lines))
+    record_figures(
+        gave_up_after_s=round(gave_up_after, 1),
+        offset_commit_abandoned="offset commit abandoned" in log,
+        connection_error_lines=len(lines),
+    )
     assert code == 1, inst.log_tail()
     assert "error: no broker of the Kafka cluster" in log and "cluster.unavailable.timeout.ms=8000" in log
     assert "Traceback" not in log

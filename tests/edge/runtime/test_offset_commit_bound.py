@@ -107,3 +107,44 @@ def test_a_commit_is_abandoned_after_the_timeout_with_the_cluster_up() -> None:
     assert 0.5 <= time.monotonic() - started < 5
     assert "no answer within 0.5 s" in raised.value.args[0].str()
     consumer.release.set()
+
+
+def test_an_abandoned_commit_holds_the_consumer_until_it_ends(caplog: pytest.LogCaptureFixture) -> None:
+    """confluent-kafka serializes calls on one client: the runtime must not touch the consumer while the
+    abandoned commit waits (a consume would wait behind it for the whole outage)."""
+    consumer = BlockingConsumer()
+    c, collector = committer(consumer, timeout_s=0.2)
+    with pytest.raises(KafkaException):
+        c.commit_offsets(TPS)
+    assert c.consumer_held
+    # a second commit is refused at once instead of queueing behind the first
+    with pytest.raises(KafkaException) as raised:
+        c.commit_offsets(TPS)
+    assert "an earlier offset commit still waits" in raised.value.args[0].str()
+    polls = collector.polls
+    started = time.monotonic()
+    c.wait_for_abandoned(0.3)
+    assert 0.3 <= time.monotonic() - started < 2
+    assert collector.polls > polls, "the producer is served while waiting"
+    assert c.consumer_held
+    threading.Timer(0.2, consumer.release.set).start()
+    with caplog.at_level("INFO", logger="edge.runtime.commit"):
+        c.wait_for_abandoned(10)
+        assert not c.consumer_held
+    assert consumer.committed == [[("orders", 0, 42), ("orders", 1, 7)]]
+    assert "went through once the cluster answered" in caplog.text
+    c.commit_offsets(TPS)  # the consumer is free again
+    assert len(consumer.committed) == 2
+
+
+def test_an_abandoned_commit_that_fails_later_is_reported(caplog: pytest.LogCaptureFixture) -> None:
+    err = KafkaException(KafkaError(KafkaError.UNKNOWN_MEMBER_ID))
+    consumer = BlockingConsumer(fail_with=err)
+    c, _ = committer(consumer, timeout_s=0.1)
+    with pytest.raises(KafkaException):
+        c.commit_offsets(TPS)
+    consumer.release.set()
+    c.wait_for_abandoned(10)
+    with caplog.at_level("INFO", logger="edge.runtime.commit"):
+        assert not c.consumer_held
+    assert "abandoned during the outage ended with" in caplog.text and "UNKNOWN_MEMBER_ID" in caplog.text
