@@ -306,10 +306,23 @@ class StreamsApp(ProcessingLoop, RebalanceCallbacks, FailureAndShutdown):
                 self.producer.init_transactions(60)
             except KafkaException as exc:
                 raise StreamhouseError(f"could not initialise the transactional producer: {exc}") from exc
+        self.sink_producer: Producer | None = None
+        if not cfg.exactly_once and any(st.sink_topics for st in self.topology.subtopologies()):
+            # output records through a producer that reports only failed deliveries (see KafkaCollector);
+            # its statistics stay away from the watchdog: with no output for a while its connections
+            # close, which is no outage
+            self.sink_producer = Producer(
+                {
+                    **{k: v for k, v in pconf.items() if k not in ("stats_cb", "statistics.interval.ms")},
+                    "error_cb": self.connection_log.on_error,
+                    "delivery.report.only.error": True,
+                }
+            )
         self.collector = KafkaCollector(
             self.producer,
             exactly_once=cfg.exactly_once,
             max_message_bytes=int(pconf.get("message.max.bytes", 1_000_000)),
+            sink_producer=self.sink_producer,
         )
         self.collector.dlq_topics = dlq_topics
         # consumers
@@ -648,9 +661,10 @@ class StreamsApp(ProcessingLoop, RebalanceCallbacks, FailureAndShutdown):
             # records of uncommitted work are produced again when it is redone; delivered now they would
             # only be orphans after the changelogs' last commit marker (in-flight ones may still land:
             # the restore's markers handle those, as after a crash)
-            with contextlib.suppress(Exception):
-                self.producer.purge(in_queue=True, in_flight=False, blocking=False)
-                self.producer.poll(0)
+            for producer in collector.producers:
+                with contextlib.suppress(Exception):
+                    producer.purge(in_queue=True, in_flight=False, blocking=False)
+                    producer.poll(0)
             collector.first_error = None
             collector.changelog_offsets.clear()
             collector.marker_due.clear()
@@ -713,7 +727,7 @@ class StreamsApp(ProcessingLoop, RebalanceCallbacks, FailureAndShutdown):
             raise StreamhouseError(f"could not initialise the transactional producer again: {exc}") from exc
         self.producer = producer
         collector, committer = self.collector, self.committer
-        collector.producer, collector._produce, collector._poll = producer, producer.produce, producer.poll
+        collector.replace_producer(producer)
         collector.first_error = None
         collector.changelog_offsets.clear()
         committer.producer = producer

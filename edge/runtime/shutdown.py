@@ -132,6 +132,7 @@ class FailureAndShutdown:
             ("standby", lambda: self.standby and self.standby.close()),
             ("global", lambda: self.global_state and self.global_state.close()),
             ("consumer", lambda: consumer is not None and consumer.close()),
+            ("sink producer", lambda: getattr(self, "sink_producer", None) and self.sink_producer.flush(5)),
             ("producer", lambda: getattr(self, "producer", None) and self.producer.flush(5)),
             ("restore", lambda: getattr(self, "reader", None) and self.reader.close()),
             ("metadata", lambda: self.metadata and self.metadata.stop()),
@@ -145,8 +146,11 @@ class FailureAndShutdown:
         self.global_state = None
         # drop the client handles so librdkafka's threads end now, not whenever the app is collected
         for holder, names in (
-            (self, ("producer", "consumer")),
-            (getattr(self, "collector", None), ("producer", "_produce", "_poll")),
+            (self, ("producer", "sink_producer", "consumer")),
+            (
+                getattr(self, "collector", None),
+                ("producer", "_produce", "_poll", "sink_producer", "_produce_sink", "_poll_sink"),
+            ),
             (getattr(self, "committer", None), ("producer", "consumer")),
         ):
             for name in names:

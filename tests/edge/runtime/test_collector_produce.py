@@ -5,7 +5,8 @@ it asks for are the ones the commit needs.
 At-least-once, changelog records report only errors: every commit ends a written changelog partition
 with a marker, whose offset is the checkpoint's -- so ``changelog_offsets`` holds the markers' offsets.
 Exactly-once writes no markers, so every changelog record reports its offset. A failed record fails the
-flush in both cases.
+flush in both cases, also when sink records have a producer of their own (at-least-once: one that
+reports only failed deliveries).
 """
 
 from __future__ import annotations
@@ -47,10 +48,20 @@ def _read(kafka_broker: Any, topic: str, partitions: int, expected: int) -> list
     return out
 
 
-def test_sink_and_changelog_records_arrive_as_sent(kafka_broker: Any, make_topic: Any) -> None:
+def _sink_producer(kafka_broker: Any, **extra: Any) -> Producer:
+    """What the runtime gives sink records under at-least-once: failed deliveries only are reported."""
+    return _producer(kafka_broker, **{"delivery.report.only.error": True}, **extra)
+
+
+@pytest.mark.parametrize("own_sink_producer", [False, True])
+def test_sink_and_changelog_records_arrive_as_sent(
+    kafka_broker: Any, make_topic: Any, own_sink_producer: bool
+) -> None:
     out = make_topic("out", partitions=2)
     changelog = make_topic("changelog", partitions=2)
-    collector = KafkaCollector(_producer(kafka_broker))
+    collector = KafkaCollector(
+        _producer(kafka_broker), sink_producer=_sink_producer(kafka_broker) if own_sink_producer else None
+    )
     ts = 1_760_000_000_000
     collector.send(out, b"k1", b"v1", ts, [("h", b"x")], None)
     collector.send(out, b"k2", None, ts + 1, None, 1)
@@ -96,13 +107,38 @@ def test_exactly_once_changelog_records_report_their_offsets(kafka_broker: Any, 
     }
 
 
-@pytest.mark.parametrize("kind", ["sink", "changelog"])
+@pytest.mark.parametrize("kind", ["sink", "sink-own-producer", "changelog"])
 def test_a_failed_record_fails_the_flush(kafka_broker: Any, unique_name: Any, kind: str) -> None:
     missing = unique_name("missing")  # never created (the broker profile does not auto-create topics)
-    collector = KafkaCollector(_producer(kafka_broker, **{"message.timeout.ms": 3000}))
-    if kind == "sink":
+    timeout = {"message.timeout.ms": 3000}
+    own = _sink_producer(kafka_broker, **timeout) if kind == "sink-own-producer" else None
+    collector = KafkaCollector(_producer(kafka_broker, **timeout), sink_producer=own)
+    if kind.startswith("sink"):
         collector.send(missing, b"k", b"v", 1, None, 0)
     else:
         collector.send_changelog(missing, 0, b"k", b"v", 1)
     with pytest.raises(ProducerSendError):
         collector.flush(30)
+
+
+class _CountingCollector(KafkaCollector):
+    delivery_reports = 0
+
+    def _on_delivery(self, err: Any, msg: Any) -> None:
+        self.delivery_reports += 1
+        super()._on_delivery(err, msg)
+
+
+def test_an_own_sink_producer_reports_no_successful_delivery(kafka_broker: Any, make_topic: Any) -> None:
+    """The point of the sink producer: no Python call per acknowledged output record."""
+    out = make_topic("out", partitions=2)
+    shared = _CountingCollector(_producer(kafka_broker))
+    own = _CountingCollector(_producer(kafka_broker), sink_producer=_sink_producer(kafka_broker))
+    for collector in (shared, own):
+        for i in range(200):
+            collector.send(out, b"k%d" % i, b"v", 1_760_000_000_000 + i, None)
+        collector.flush(30)
+        assert collector.sent == 200
+    assert shared.delivery_reports == 200
+    assert own.delivery_reports == 0
+    assert len(_read(kafka_broker, out, 2, 400)) == 400
