@@ -49,7 +49,8 @@ class ProducerSendError(StreamhouseError):
 
 
 class KafkaCollector:
-    """RecordCollector + ChangelogSink over one confluent Producer (transactional under exactly-once)."""
+    """RecordCollector + ChangelogSink over the instance's confluent Producer (transactional under
+    exactly-once), with sink records on a producer of their own when one is given."""
 
     def __init__(
         self,
