@@ -85,6 +85,14 @@ class FailureAndShutdown:
             if clean:
                 try:
                     self._commit(list(registry.tasks.values()), closing=True)
+                except (KafkaException, StreamhouseError) as exc:
+                    # the cluster refused or did not answer (an outage at shutdown): a reason, no traceback
+                    log.error(
+                        "final commit failed (%s); closing without it: the input since the last commit is "
+                        "processed again after a restart",
+                        exc,
+                    )
+                    clean = False
                 except Exception:
                     log.exception("final commit failed; closing without it")
                     clean = False

@@ -62,14 +62,14 @@ def start_app(broker: RestartableBroker, tmp_path: Path) -> Iterator[Callable[..
     """``start_app(app_id, src, out, **config)``: one running instance on the private broker."""
     started: list[Instance] = []
 
-    def _start(app_id: str, src: str, out: str, **config: object) -> Instance:
+    def _start(app_id: str, src: str, out: str, *, attr: str = "counts", **config: object) -> Instance:
         inst = Instance(
             broker.client,
             app_id=app_id,
             state_dir=tmp_path / "state",
             in_topic=src,
             out_topic=out,
-            attr="counts",
+            attr=attr,
             config={"commit.interval.ms": 500, **{k.replace("_", "."): v for k, v in config.items()}},
             log_dir=tmp_path,
         )
@@ -228,3 +228,33 @@ def test_restarted_empty_broker_is_a_clear_error_not_wrong_partition_counts(
     counts = broker.partitions()
     assert {t: c for t, c in counts.items() if t.startswith(app_id)} in ({}, {f"{app_id}-instances": 1})
     assert src not in counts and out not in counts
+
+
+@pytest.mark.parametrize("app", ["counts", "passthrough"])
+def test_sigterm_while_the_cluster_is_away_ends_the_app(
+    broker: RestartableBroker, start_app, unique_name, record_figures, app: str
+) -> None:
+    """Records processed, their offsets not yet committed, then the broker stops and the app gets
+    SIGTERM: the closing commit cannot succeed, so it must give up (the input is processed again after a
+    restart, as after any failed commit) and the app exit, saying why in one line. With a store the
+    changelog's commit marker cannot be delivered; a stateless app has delivered everything, and only
+    the offset commit waits, for a coordinator that is gone."""
+    src, out = _topics(broker, unique_name)
+    inst = start_app(unique_name("app"), src, out, commit_interval_ms=600_000, attr=app)
+    produce(broker.client, src, keyed(200, 10))
+    reader = OutputReader(broker.client, out, unique_name("reader"), committed=False)
+    reader.wait_for(lambda r: len(r.records) == 200, 60, "the outputs before the stop")
+    reader.close()
+    broker.broker.stop()
+    time.sleep(0.5)
+    stopped = time.monotonic()
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(inst.proc.pid, signal.SIGTERM)
+    code = wait_exit(inst, 90)
+    exited_after = time.monotonic() - stopped
+    log = inst.log_path.read_text(errors="replace")
+    record_figures(app=app, exited_after_s=round(exited_after, 1))
+    assert "Traceback" not in log, inst.log_tail()
+    assert "final commit failed" in log and "processed again after a restart" in log, inst.log_tail()
+    assert code in (0, 1), inst.log_tail()
+    assert exited_after < 60, inst.log_tail()

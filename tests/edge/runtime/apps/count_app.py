@@ -5,6 +5,7 @@ Topics come from the environment (``EDGE_IN``, ``EDGE_OUT``) so one module serve
 * ``counts``: per-key running count in a RocksDB store ``counts`` (no cache), one output per input:
   ``key -> count``. Values are JSON; undecodable values exercise the deserialization handler.
 * ``cached_counts``: the same count with a caching store; outputs are emitted on flush (commit).
+* ``passthrough``: stateless, every input value to the output (no store, no changelog, no marker).
 """
 
 from __future__ import annotations
@@ -61,6 +62,13 @@ def counts() -> Topology:
 
 def cached_counts() -> Topology:
     return _build(caching=True)
+
+
+def passthrough() -> Topology:
+    t = Topology()
+    t.add_source("in", os.environ["EDGE_IN"], key_serde=Serdes.string(), value_serde=Serdes.json())
+    t.add_sink("out", os.environ["EDGE_OUT"], "in", key_serde=Serdes.string(), value_serde=Serdes.json())
+    return t
 
 
 def word_count():  # type: ignore[no-untyped-def]
