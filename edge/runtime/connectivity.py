@@ -147,6 +147,18 @@ class ConnectionLogLimiter:
                 "%s unreachable (%d more errors in the last %.0f s)", _subject(broker), count, now - since
             )
 
+    def report_pending(self) -> None:
+        """At shutdown: the failures counted since the last line, so that the log of an instance that
+        gave up on the cluster ends with them instead of losing up to ``interval_s`` of them."""
+        now = self._clock()
+        with self._lock:
+            pending, self._pending = self._pending, {}
+        for broker, (count, since) in sorted(pending.items()):
+            if count:
+                self.logger.warning(
+                    "%s unreachable (%d more errors in the last %.0f s)", _subject(broker), count, now - since
+                )
+
     def reachable_again(self) -> None:
         """The cluster answers again: report what was suppressed, and log the next failure at once."""
         with self._lock:

@@ -270,6 +270,10 @@ class KafkaCollector:
         for producer in self.producers:
             remaining = producer.flush(min(timeout_s, 1.0))
             while remaining and (left := deadline - time.monotonic()) > 0:
+                # served by the first producer only: its statistics and errors tell the watchdog whether
+                # the cluster answers (the sink producer's stay away from it), also while the sink
+                # producer is the one flushed
+                self._poll(0)
                 if self.cluster_unreachable():
                     raise ProducerSendError(
                         f"{remaining} records were not delivered: no broker of the cluster answers",

@@ -107,6 +107,9 @@ class FailureAndShutdown:
                     except Exception:
                         log.exception("closing task %s failed", active.id)
         self._release_resources()
+        connection_log = getattr(self, "connection_log", None)
+        if connection_log is not None:
+            connection_log.report_pending()
         self.lifecycle.transition(final, strict=False)
 
     def _finish_rebalance(self, timeout_s: float = 8.0) -> None:

@@ -115,6 +115,21 @@ def test_connection_errors_are_logged_once_then_summarised(caplog: pytest.LogCap
     assert limiter.total == 301
 
 
+def test_connection_errors_counted_at_shutdown_are_reported(caplog: pytest.LogCaptureFixture) -> None:
+    now = [0.0]
+    logger = logging.getLogger("test.rdkafka")
+    limiter = ConnectionLogLimiter(10.0, logger=logger, clock=lambda: now[0])
+    line = "127.0.0.1:9092/1: Connect to ipv4#127.0.0.1:9092 failed: Connection refused"
+    with caplog.at_level(logging.INFO, logger="test.rdkafka"):
+        for _ in range(40):
+            limiter.log(logging.ERROR, "%s [%s] %s", "FAIL", "rdkafka#consumer-1", line)
+            now[0] += 0.1
+        limiter.report_pending()  # the instance gives up before the 10 s summary
+        limiter.report_pending()  # nothing left: no second line
+    messages = [r.getMessage() for r in caplog.records]
+    assert messages[1:] == ["broker 127.0.0.1:9092 unreachable (39 more errors in the last 4 s)"], messages
+
+
 def test_watchdog_counts_time_without_any_broker() -> None:
     now = [100.0]
     wd = ClusterWatchdog(lost_after_s=6, give_up_after_s=60, clock=lambda: now[0])
