@@ -143,9 +143,12 @@ class ConnectionLogLimiter:
         if first:
             self.logger.log(level, "%s", text)
         else:
-            self.logger.warning(
-                "%s unreachable (%d more errors in the last %.0f s)", _subject(broker), count, now - since
-            )
+            self._summary(broker, count, now - since)
+
+    def _summary(self, broker: str, count: int, seconds: float) -> None:
+        self.logger.warning(
+            "%s unreachable (%d more errors in the last %.0f s)", _subject(broker), count, seconds
+        )
 
     def report_pending(self) -> None:
         """At shutdown: the failures counted since the last line, so that the log of an instance that
@@ -155,9 +158,7 @@ class ConnectionLogLimiter:
             pending, self._pending = self._pending, {}
         for broker, (count, since) in sorted(pending.items()):
             if count:
-                self.logger.warning(
-                    "%s unreachable (%d more errors in the last %.0f s)", _subject(broker), count, now - since
-                )
+                self._summary(broker, count, now - since)
 
     def reachable_again(self) -> None:
         """The cluster answers again: report what was suppressed, and log the next failure at once."""
