@@ -26,6 +26,8 @@ MIN_JAVA_MAJOR = 17
 DEFAULT_APP_NAME = "streamhouse"
 LOCAL_SHUFFLE_PARTITIONS = 4
 DEFAULT_DRIVER_MEMORY = "2g"
+#: how long the JVM and Python wait for each other on the local sockets of collect() & co. (Spark: 15 s)
+SOCKET_TIMEOUT_S = 120
 
 _VERSION_RE = re.compile(r'version "(?P<version>[^"]+)"')
 
@@ -114,6 +116,7 @@ def build_spark_session(
     # Executors must run the same interpreter as the driver or pickled UDFs break.
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    os.environ.setdefault("SPARK_AUTH_SOCKET_TIMEOUT", str(SOCKET_TIMEOUT_S))
 
     from pyspark.sql import SparkSession
 
@@ -128,6 +131,10 @@ def build_spark_session(
         "spark.hadoop.mapreduce.fileoutputcommitter.marksuccessfuljobs": "false",
         "spark.hadoop.parquet.enable.summary-metadata": "false",
         "spark.sql.parquet.compression.codec": "snappy",
+        # collect() and createDataFrame() hand data over a local socket the JVM opens for 15 s by default;
+        # on a busy 2-core machine (a broker, edge apps and Spark at once) a CI run saw it close first
+        # ("Connection reset by peer"). The Python side's wait is SPARK_AUTH_SOCKET_TIMEOUT, set below.
+        "spark.python.authenticate.socketTimeout": f"{SOCKET_TIMEOUT_S}s",
     }
     if is_local:
         conf.update(

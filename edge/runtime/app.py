@@ -47,7 +47,7 @@ from edge.runtime.connectivity import ClusterUnavailableError, ClusterWatchdog, 
 from edge.runtime.global_state import GlobalState
 from edge.runtime.metadata import InstanceInfo, MetadataService
 from edge.runtime.processing import ProcessingLoop
-from edge.runtime.producer import KafkaCollector, ProducerSendError
+from edge.runtime.producer import KafkaCollector, ProducerSendError, is_fenced
 from edge.runtime.rebalance import RebalanceCallbacks
 from edge.runtime.record_order import RecordRouter
 from edge.runtime.restore import ChangelogReader
@@ -148,6 +148,8 @@ class StreamsApp(ProcessingLoop, RebalanceCallbacks, FailureAndShutdown):
         self.watchdog: ClusterWatchdog | None = None
         #: the tasks were dropped because the cluster was gone: resume them once it answers again
         self._resume_pending = False
+        #: exactly-once: the producer of before an outage was fenced (logged once; it is replaced on resume)
+        self._fenced_in_outage = False
         self._outages_seen = 0
 
     # -- public API -----------------------------------------------------------------------------------
@@ -512,12 +514,15 @@ class StreamsApp(ProcessingLoop, RebalanceCallbacks, FailureAndShutdown):
                 try:
                     self._loop()
                     break
-                except ProducerFencedError:
-                    raise
                 except FATAL_ERRORS as exc:
                     self._on_uncaught(exc, SHUTDOWN_CLIENT)
                     return
                 except BaseException as exc:
+                    if self._fenced_by_outage(exc):
+                        self._drop_tasks(f"{type(exc).__name__}: {exc}", resume=True)
+                        continue
+                    if isinstance(exc, ProducerFencedError):
+                        raise
                     if self._tasks_migrated(exc):
                         self._drop_tasks(f"{type(exc).__name__}: {exc}", resume=True)
                         continue
@@ -577,6 +582,28 @@ class StreamsApp(ProcessingLoop, RebalanceCallbacks, FailureAndShutdown):
             import orjson
 
             self.watchdog.observe_stats(orjson.loads(raw).get("brokers") or {})
+
+    def _fenced_by_outage(self, exc: BaseException) -> bool:
+        """Exactly-once, the tasks dropped by an outage and not resumed yet: is ``exc`` the fencing of the
+        producer of before the outage? An outage longer than ``transaction.timeout.ms`` ends with the
+        coordinator aborting the open transaction and bumping the producer epoch, so the old producer's
+        next request (for records it still held; ``poll`` raises it as a fatal error) is fenced. That is
+        Kafka Streams' TaskMigratedException, not a zombie: ``_after_outage_producer`` replaces it."""
+        if not (self.config.exactly_once and self._resume_pending) or self._closing:
+            return False
+        cause = exc.__cause__ if isinstance(exc, ProducerFencedError) else exc
+        if cause is None or not is_fenced(cause):
+            return False
+        if not self._fenced_in_outage:
+            self._fenced_in_outage = True
+            log.warning(
+                "exactly-once: the transactional producer of before the outage was fenced (the coordinator "
+                "aborted its open transaction after transaction.timeout.ms=%d); a new producer replaces it "
+                "when the tasks resume (%s)",
+                self.config.transaction_timeout_ms,
+                exc,
+            )
+        return True
 
     def _tasks_migrated(self, exc: BaseException) -> bool:
         """Did ``exc`` fail because the cluster is gone or the group dropped us (Kafka Streams'
@@ -726,6 +753,7 @@ class StreamsApp(ProcessingLoop, RebalanceCallbacks, FailureAndShutdown):
         except KafkaException as exc:
             raise StreamhouseError(f"could not initialise the transactional producer again: {exc}") from exc
         self.producer = producer
+        self._fenced_in_outage = False
         collector, committer = self.collector, self.committer
         collector.replace_producer(producer)
         collector.first_error = None

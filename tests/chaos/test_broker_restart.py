@@ -156,6 +156,9 @@ def test_app_resumes_with_exact_state_after_a_broker_restart(
         # where the stop landed: in an offset commit (abandoned; it holds the consumer until the broker
         # is back) or elsewhere (the partitions are lost while the cluster is unreachable)
         offset_commit_abandoned="offset commit abandoned" in log,
+        # exactly-once: the producer of before the outage still held records of the transaction the
+        # coordinator aborted on its return (the new producer replaces it; the instance must go on)
+        old_producer_fenced="fenced by a newer instance" in log,
         events=len(before) + len(during) + len(after),
         left_running_after_s=round(left_after, 1),
         resumed_after_s=round(resumed_after, 1),

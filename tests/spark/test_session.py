@@ -69,6 +69,9 @@ def test_shared_session_configuration(spark) -> None:
     assert spark.sparkContext.master == "local[2]"
     assert os.environ["PYSPARK_PYTHON"] == sys.executable
     assert os.environ["PYSPARK_DRIVER_PYTHON"] == sys.executable
+    # the local data sockets of collect() & co. outlast a busy machine (Spark's own 15 s did not in CI)
+    assert spark.sparkContext.getConf().get("spark.python.authenticate.socketTimeout") == "120s"
+    assert os.environ["SPARK_AUTH_SOCKET_TIMEOUT"] == "120"
 
 
 @pytest.mark.spark

@@ -1,0 +1,88 @@
+"""Exactly-once after an outage longer than ``transaction.timeout.ms``: the old producer's fencing is
+task migration, not a zombie.
+
+On the broker's return, the transaction coordinator aborts the transaction left open by the outage and
+bumps the producer epoch. The producer of before the outage still holds records of that transaction,
+so its next request is fenced, and ``poll`` raises it as a fatal error. The broker-restart trial
+(tests/chaos/test_broker_restart.py) saw that error end the instance: the stream thread took it for
+a second instance with the same transactional.id. Kafka Streams treats a fenced producer as
+TaskMigratedException: close the tasks dirty, replace the producer, rejoin. Here the classification is
+checked on its own; the trial on Apache Kafka checks the whole path.
+"""
+
+from __future__ import annotations
+
+from confluent_kafka import KafkaError, KafkaException
+
+from edge.runtime.app import StreamsApp
+from edge.runtime.commit import ProducerFencedError
+from edge.topology import Topology
+
+
+def _app(guarantee: str) -> StreamsApp:
+    topology = Topology().add_source("in", "events").add_sink("out", "results", "in")
+    return StreamsApp(
+        topology,
+        {
+            "application.id": "fencing",
+            "bootstrap.servers": "127.0.0.1:9092",
+            "processing.guarantee": guarantee,
+        },
+    )
+
+
+def _fatal_fenced() -> KafkaException:
+    return KafkaException(
+        KafkaError(
+            KafkaError._FENCED,
+            "Failed to add partitions to transaction: This instance has been fenced by a newer instance",
+            fatal=True,
+        )
+    )
+
+
+def _zombie() -> ProducerFencedError:
+    try:
+        try:
+            raise _fatal_fenced()
+        except KafkaException as exc:
+            raise ProducerFencedError("fenced during commit") from exc
+    except ProducerFencedError as err:
+        return err
+
+
+def test_the_old_producer_fenced_after_an_outage_is_task_migration() -> None:
+    app = _app("exactly_once_v2")
+    app._resume_pending = True  # the outage dropped the tasks; they resume when the cluster answers
+    assert app._fenced_by_outage(_fatal_fenced())
+    assert app._fenced_by_outage(_zombie())
+
+
+def test_fencing_outside_an_outage_still_stops_the_zombie() -> None:
+    app = _app("exactly_once_v2")
+    assert not app._fenced_by_outage(_fatal_fenced())
+    assert not app._fenced_by_outage(_zombie())
+
+
+def test_other_errors_during_an_outage_are_not_taken_for_fencing() -> None:
+    app = _app("exactly_once_v2")
+    app._resume_pending = True
+    assert not app._fenced_by_outage(KafkaException(KafkaError(KafkaError._TIMED_OUT, "timed out")))
+    assert not app._fenced_by_outage(ValueError("a bug in a processor"))
+
+
+def test_at_least_once_has_no_transactional_producer_to_fence() -> None:
+    app = _app("at_least_once")
+    app._resume_pending = True
+    assert not app._fenced_by_outage(_fatal_fenced())
+
+
+def test_the_fencing_is_logged_once_per_outage(caplog) -> None:  # type: ignore[no-untyped-def]
+    app = _app("exactly_once_v2")
+    app._resume_pending = True
+    with caplog.at_level("WARNING", logger="edge.runtime.app"):
+        for _ in range(3):
+            assert app._fenced_by_outage(_fatal_fenced())
+    lines = [r.getMessage() for r in caplog.records if "was fenced" in r.getMessage()]
+    assert len(lines) == 1, lines
+    assert "transaction.timeout.ms=10000" in lines[0]
