@@ -185,6 +185,7 @@ class ProcessingLoop:
                 with contextlib.suppress(Exception):
                     sizes[(name, "global")] = store.approximate_num_entries()
         stats.store_sizes = sizes
+        self.reader.serve_idle()
         if self.standby is not None:
             stats.standby_store_sizes = self.standby.store_sizes()
             self._reconcile_standbys()

@@ -396,6 +396,15 @@ class ChangelogReader:
             rate,
         )
 
+    def serve_idle(self) -> None:
+        """Serve the idle consumer's queued callbacks (the stream thread's housekeeping, every second).
+
+        Between restores nothing polls this consumer, so its librdkafka log lines and errors wait in its
+        queue: after a broker outage, the next restore delivered hundreds of stale "Connection refused"
+        at once, and the instance logged the cluster unreachable while it answered."""
+        if self._consumer is not None:
+            self._consumer.poll(0)
+
     def close(self) -> None:
         if self._consumer is not None:
             try:
