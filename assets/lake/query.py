@@ -25,6 +25,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import duckdb
+from pyarrow import dataset as pads
 from pyarrow import fs as pafs
 
 from assets.delta.location import resolve
@@ -79,56 +80,35 @@ def _process_bytes_read() -> int | None:
     return None
 
 
-class CountingHandler(pafs.FileSystemHandler):
-    """A read-only pyarrow filesystem that records every file opened.
+class CountingDataset(pads.FileSystemDataset):
+    """A table's Arrow dataset that records the data files each scan is given.
 
-    Opening goes straight to the wrapped native filesystem, so counting files costs one Python call per
-    file; bytes are counted around the whole query (:func:`_process_bytes_read`).
+    DuckDB scans a registered dataset through ``scanner(columns=..., filter=...)``. The fragments that
+    survive the filter (partition values and the min/max statistics deltalake attaches to each file)
+    are exactly the files Arrow opens, so they are recorded there, on the calling thread. Counting at
+    the filesystem instead (a Python ``FileSystemHandler``) deadlocked: Arrow's I/O threads opened the
+    files and needed the GIL, which the thread starting the scan held while it waited for them.
     """
 
-    def __init__(self, inner: pafs.FileSystem, table: str, stats: ScanStats):
-        self.inner, self.table, self.stats = inner, table, stats
+    stats: ScanStats
+    table: str
 
-    def __eq__(self, other: object) -> bool:
-        return (
-            isinstance(other, CountingHandler)
-            and other.inner.equals(self.inner)
-            and other.table == self.table
+    @classmethod
+    def wrap(cls, dataset: pads.FileSystemDataset, table: str, stats: ScanStats) -> CountingDataset:
+        counting = cls(
+            list(dataset.get_fragments()),
+            dataset.schema,
+            dataset.format,
+            dataset.filesystem,
+            dataset.partition_expression,
         )
+        counting.table, counting.stats = table, stats
+        return counting
 
-    def __ne__(self, other: object) -> bool:
-        return not self.__eq__(other)
-
-    def __hash__(self) -> int:
-        return hash(self.table)
-
-    def get_type_name(self) -> str:
-        return "streamhouse-counting"
-
-    def normalize_path(self, path: str) -> str:
-        return self.inner.normalize_path(path)
-
-    def get_file_info(self, paths: list[str]) -> list[pafs.FileInfo]:
-        return self.inner.get_file_info(paths)
-
-    def get_file_info_selector(self, selector: pafs.FileSelector) -> list[pafs.FileInfo]:
-        return self.inner.get_file_info(selector)
-
-    def _open(self, path: str, native: Any) -> Any:
-        self.stats.record(self.table, path)
-        return native
-
-    def open_input_file(self, path: str) -> Any:
-        return self._open(path, self.inner.open_input_file(path))
-
-    def open_input_stream(self, path: str) -> Any:
-        return self._open(path, self.inner.open_input_stream(path))
-
-    def _read_only(self, *args: Any, **kwargs: Any) -> Any:
-        raise OSError("the lake is read-only through SQL")
-
-    create_dir = delete_dir = delete_dir_contents = delete_root_dir_contents = delete_file = _read_only
-    move = copy_file = open_output_stream = open_append_stream = _read_only
+    def scanner(self, columns: Any = None, filter: Any = None, **kwargs: Any) -> pads.Scanner:
+        for fragment in self.get_fragments(filter=filter):
+            self.stats.record(self.table, fragment.path)
+        return super().scanner(columns=columns, filter=filter, **kwargs)
 
 
 # ------------------------------------------------------------------------------------ table references
@@ -252,11 +232,8 @@ class LakeSession:
     # ------------------------------------------------------------------ registration
     def _dataset(self, ref: TableRef, dt: Any) -> Any:
         location = resolve(ref.uri)
-        base = pafs.SubTreeFileSystem(location.root, location.filesystem)
-        filesystem = (
-            pafs.PyFileSystem(CountingHandler(base, ref.name, self.scans)) if self.count_reads else base
-        )
-        return dt.to_pyarrow_dataset(filesystem=filesystem)
+        dataset = dt.to_pyarrow_dataset(filesystem=pafs.SubTreeFileSystem(location.root, location.filesystem))
+        return CountingDataset.wrap(dataset, ref.name, self.scans) if self.count_reads else dataset
 
     def register(self, name: str, as_of: int | str | datetime | None = None, *, pinned: bool = False) -> str:
         """Register `name` (as of `as_of`, else the session's) and return the view name to use in SQL.

@@ -1,4 +1,5 @@
-"""Only the files (and columns) a query needs are read: counted at the filesystem, not assumed."""
+"""Only the files (and columns) a query needs are read: the files each scan is given after Arrow's pruning
+(the ones it opens) and the bytes the process reads, counted, not assumed."""
 
 from __future__ import annotations
 
