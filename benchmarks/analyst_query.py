@@ -9,8 +9,9 @@ density (1M events = 3 days, so 20M events = 60 days).
 Two queries, each run by both engines: one day (`WHERE event_date = <a day in the middle>`, revenue by
 product) and a full-table aggregate (revenue and orders per day and segment). Each is timed cold (the
 first run in a fresh session: reading the Delta log and the Parquet footers included) and warm (best of
-`--repeat` further runs). Files read: DuckDB's from the filesystem (`LakeSession(count_reads=True)`
-counts every data file opened); Spark's from its scan node metrics (`numFiles`). Results of the two
+`--repeat` further runs). Files read: DuckDB's from its scans (`LakeSession(count_reads=True)` records
+the data files each scan is given after pruning, the ones Arrow opens); Spark's from its scan node
+metrics (`numFiles`). Results of the two
 engines are compared (row counts and sums) before any figure is written.
 
     .venv/bin/python -m benchmarks.analyst_query                    # 20M events
