@@ -518,14 +518,11 @@ class StreamsApp(ProcessingLoop, RebalanceCallbacks, FailureAndShutdown):
                     self._on_uncaught(exc, SHUTDOWN_CLIENT)
                     return
                 except BaseException as exc:
-                    if self._fenced_by_outage(exc):
+                    if self._tasks_migrated(exc):
                         self._drop_tasks(f"{type(exc).__name__}: {exc}", resume=True)
                         continue
                     if isinstance(exc, ProducerFencedError):
                         raise
-                    if self._tasks_migrated(exc):
-                        self._drop_tasks(f"{type(exc).__name__}: {exc}", resume=True)
-                        continue
                     response = self._decide(exc)
                     if response != REPLACE_THREAD or self.committer.fatal:
                         self._on_uncaught(exc, response)
@@ -589,7 +586,7 @@ class StreamsApp(ProcessingLoop, RebalanceCallbacks, FailureAndShutdown):
         coordinator aborting the open transaction and bumping the producer epoch, so the old producer's
         next request (for records it still held; ``poll`` raises it as a fatal error) is fenced. That is
         Kafka Streams' TaskMigratedException, not a zombie: ``_after_outage_producer`` replaces it."""
-        if not (self.config.exactly_once and self._resume_pending) or self._closing:
+        if not (self.config.exactly_once and self._resume_pending):
             return False
         cause = exc.__cause__ if isinstance(exc, ProducerFencedError) else exc
         if cause is None or not is_fenced(cause):
@@ -610,6 +607,10 @@ class StreamsApp(ProcessingLoop, RebalanceCallbacks, FailureAndShutdown):
         TaskMigratedException), rather than because of a bug or a bad record?"""
         if not isinstance(exc, Exception) or self._closing:
             return False
+        if self._fenced_by_outage(exc):
+            return True
+        if isinstance(exc, ProducerFencedError):
+            return False  # a newer instance with our transactional.id: this one is a zombie and stops
         if self.watchdog is not None and not self.watchdog.reachable:
             return True
         err = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None

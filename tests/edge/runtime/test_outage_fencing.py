@@ -56,12 +56,16 @@ def test_the_old_producer_fenced_after_an_outage_is_task_migration() -> None:
     app._resume_pending = True  # the outage dropped the tasks; they resume when the cluster answers
     assert app._fenced_by_outage(_fatal_fenced())
     assert app._fenced_by_outage(_zombie())
+    # the stream thread's classification: drop the tasks and go on, as for any lost task
+    assert app._tasks_migrated(_fatal_fenced())
+    assert app._tasks_migrated(_zombie())
 
 
 def test_fencing_outside_an_outage_still_stops_the_zombie() -> None:
     app = _app("exactly_once_v2")
     assert not app._fenced_by_outage(_fatal_fenced())
     assert not app._fenced_by_outage(_zombie())
+    assert not app._tasks_migrated(_zombie())  # re-raised: the instance stops (exit 3)
 
 
 def test_other_errors_during_an_outage_are_not_taken_for_fencing() -> None:
