@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import shutil
 import time
 import urllib.request
 import uuid
@@ -42,6 +41,7 @@ from edge.broker import BrokerKind
 from edge.errors import StreamhouseError
 from edge.kafka import BrokerProfile, KafkaClientConfig
 from edge.kafka.admin import topic_partitions
+from edge.paths import check_application_id, remove_tree_inside, remove_trees_inside
 from orchestration.settings import Settings
 
 console = Console(highlight=False)
@@ -198,20 +198,16 @@ def reset_demo(settings: Settings, instance: Any, prefix: str) -> list[str]:
 
     from assets.edge_apps import EDGE_APPS
 
-    removed: list[str] = []
-    for name in (*LAYERS, "_plots"):
-        path = settings.lake_root / name
-        if path.exists():
-            shutil.rmtree(path)
-            removed.append(str(path))
+    lake_dirs = [settings.lake_root / name for name in (*LAYERS, "_plots")]
+    removed = [str(p) for p in remove_trees_inside(lake_dirs, settings.lake_root, what="the demo's tables")]
     keys = [k for k in instance.all_asset_keys() if isinstance(k, AssetKey) and k.path[0] in LAYERS]
     if keys:
         instance.wipe_assets(keys)
         removed.append(f"the history of {len(keys)} assets in {settings.dagster_home}")
     for app in EDGE_APPS:
-        path = settings.state_dir / "streams" / f"{prefix}{app.application_id}"
-        if path.exists():
-            shutil.rmtree(path)
+        app_id = check_application_id(f"{prefix}{app.application_id}")
+        path = settings.state_dir / "streams" / app_id
+        if remove_tree_inside(path, settings.state_dir / "streams", what=f"the state of {app_id!r}"):
             removed.append(str(path))
     return removed
 

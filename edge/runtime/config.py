@@ -17,6 +17,7 @@ from typing import Any
 
 from edge.errors import StreamhouseError
 from edge.kafka.profile import BrokerProfile, KafkaClientConfig
+from edge.paths import InvalidApplicationIdError, check_application_id
 
 AT_LEAST_ONCE = "at_least_once"
 EXACTLY_ONCE_V2 = "exactly_once_v2"
@@ -131,11 +132,10 @@ class StreamsConfig:
     processing_exception_handler: Any = None
 
     def __post_init__(self) -> None:
-        if not self.application_id or not _APP_ID.match(self.application_id):
-            raise StreamsConfigError(
-                f"application.id {self.application_id!r} must be 1-200 characters of [a-zA-Z0-9._-] "
-                "(it names the consumer group, internal topics and the state directory)"
-            )
+        try:
+            check_application_id(self.application_id)
+        except InvalidApplicationIdError as exc:
+            raise StreamsConfigError(str(exc)) from None
         if not self.bootstrap_servers:
             raise StreamsConfigError("bootstrap.servers is required (host:port[,host:port...])")
         for server in str(self.bootstrap_servers).split(","):

@@ -19,7 +19,6 @@ which a later version could restore stale state from), as Kafka's tool matches t
 
 from __future__ import annotations
 
-import shutil
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -41,6 +40,7 @@ from confluent_kafka.admin import AdminClient
 
 from edge.errors import StreamhouseError
 from edge.kafka import KafkaClientConfig
+from edge.paths import check_application_id, remove_tree_inside, resolve_inside
 from edge.runtime.statedir import StateDirLockedError, lock_state_dir, unlock_state_dir
 from edge.runtime.topics import metadata_topic_name, partition_counts
 
@@ -345,6 +345,7 @@ def plan_reset(
     """
     if not application_id:
         raise ResetError("an application.id is required")
+    check_application_id(application_id)
     inputs = list(input_topics)
     internal_known: list[str] = []
     if topology is not None:
@@ -422,6 +423,9 @@ def plan_reset(
         partitions.append(PartitionReset(tp[0], tp[1], current.get(tp), new, reason, role))
 
     app_dir = Path(state_dir) / application_id if state_dir is not None else None
+    if app_dir is not None and (app_dir.exists() or app_dir.is_symlink()):
+        # refused at planning time, so a dry run shows it too (a symlink out of the state dir)
+        resolve_inside(app_dir, app_dir.parent, what=f"the local state of {application_id!r}")
     return ResetPlan(
         application_id,
         target,
@@ -500,7 +504,8 @@ def _delete_state_dir(app_dir: Path, application_id: str) -> bool:
             f"{exc}: an instance of {application_id!r} is running on this machine; stop it first"
         ) from None
     try:
-        shutil.rmtree(app_dir)
+        # the id has no separators, so the lexical parent is the state.dir the plan was made for
+        remove_tree_inside(app_dir, app_dir.parent, what=f"the local state of {application_id!r}")
     finally:
         unlock_state_dir(fd)
     return True
