@@ -3,8 +3,8 @@
 ``make install`` resolves the server jars with Maven (``jvm/kafka/pom.xml``) into
 ``<state_dir>/jvm/kafka`` and records the outcome in ``install.json`` (``scripts/install_kafka_broker.py``).
 This module finds them, formats the storage directory once (``kafka.tools.StorageTool format``), and runs
-``java -cp <jars> kafka.Kafka server.properties`` with the same lifecycle as the embedded Tansu broker
-(``edge/broker/embedded.py``): a free port unless one is asked for, ready once it answers a metadata
+``java -cp <jars> kafka.Kafka server.properties`` with the lifecycle every local broker shares
+(``edge/broker/process.py``): a free port unless one is asked for, ready once it answers a metadata
 request, stopped with SIGTERM (a controlled shutdown) then SIGKILL. Unlike Tansu, its data is on disk
 under ``data_dir``: topics, committed offsets and transactions survive a restart on the same directory.
 
@@ -26,21 +26,9 @@ import uuid
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 
 from edge.broker.binary import BrokerBinaryNotFoundError
-from edge.broker.embedded import (
-    LOOPBACK,
-    BrokerInfo,
-    BrokerNotRunningError,
-    BrokerPortInUseError,
-    BrokerStartError,
-    _tail,
-    _terminate,
-    free_port,
-    port_is_free,
-    wait_until_ready,
-)
+from edge.broker.process import LOOPBACK, BrokerInfo, BrokerProcess, BrokerStartError, free_port
 
 #: A directory holding ``libs/*.jar`` and ``install.json`` (overrides the state dir's ``jvm/kafka``).
 KAFKA_DIST_ENV = "STREAMHOUSE_KAFKA_DIST"
@@ -206,7 +194,7 @@ def _write_properties(path: Path, props: dict[str, str]) -> None:
     path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
 
 
-class ApacheKafkaBroker:
+class ApacheKafkaBroker(BrokerProcess):
     """One Apache Kafka (KRaft) process on loopback; usable as a context manager.
 
     ``data_dir`` holds its configuration and logs; reuse it to restart with the same topics and data.
@@ -215,6 +203,12 @@ class ApacheKafkaBroker:
     """
 
     kind = "kafka"
+    title = "the Apache Kafka broker"
+    ready_poll_s = 0.1
+    #: Kafka's controlled shutdown flushes and closes the logs; give it longer than Tansu.
+    stop_timeout_s = 30.0
+    failure_log_lines = 25
+    port_in_use_marker = "address already in use"
 
     def __init__(
         self,
@@ -229,49 +223,24 @@ class ApacheKafkaBroker:
         heap: str = DEFAULT_HEAP,
         extra_properties: dict[str, str] | None = None,
     ) -> None:
-        self.host = host
-        self.requested_port = port
+        super().__init__(
+            port=port, host=host, log_dir=log_dir, startup_timeout_s=startup_timeout_s, detached=detached
+        )
         self.data_dir = data_dir
-        self.log_dir = log_dir
         self.state_dir = state_dir
-        self.startup_timeout_s = startup_timeout_s
-        self.detached = detached
         self.heap = heap
         self.extra_properties = dict(extra_properties or {})
-        self._process: subprocess.Popen[bytes] | None = None
-        self._info: BrokerInfo | None = None
         self._temp_data: Path | None = None
         #: Seconds the last ``start()`` took: storage format, then JVM launch to ready.
         self.format_seconds = 0.0
         self.ready_seconds = 0.0
-
-    @property
-    def info(self) -> BrokerInfo:
-        if self._info is None:
-            raise BrokerNotRunningError("the Apache Kafka broker has not been started")
-        return self._info
-
-    @property
-    def bootstrap_servers(self) -> str:
-        return self.info.bootstrap_servers
-
-    @property
-    def pid(self) -> int:
-        return self.info.pid
 
     def start(self) -> BrokerInfo:
         if self._process is not None:
             return self.info
         dist = resolve_kafka_distribution(self.state_dir)
         java = resolve_java()
-        port = self.requested_port if self.requested_port is not None else free_port(self.host)
-        if not 1 <= port <= 65535:
-            raise BrokerStartError(f"port {port} is not a valid TCP port (1-65535)")
-        if not port_is_free(self.host, port):
-            raise BrokerPortInUseError(
-                f"port {port} on {self.host} is already in use; pick another with --port N "
-                "or omit --port to use a free one"
-            )
+        port = self._choose_port()
         controller_port = free_port(self.host)
         while controller_port == port:
             controller_port = free_port(self.host)
@@ -307,16 +276,9 @@ class ApacheKafkaBroker:
             self._format(base, dist, config, log_path)
         self.format_seconds = time.monotonic() - started
         launched = time.monotonic()
-        with open(log_path, "ab") as log:
-            self._process = subprocess.Popen(
-                [*base, "kafka.Kafka", str(config)],
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=self.detached,
-            )
+        pid = self._launch([*base, "kafka.Kafka", str(config)], log_path)
         self._info = BrokerInfo(
-            pid=self._process.pid,
+            pid=pid,
             host=self.host,
             port=port,
             started_at=time.time(),
@@ -344,55 +306,14 @@ class ApacheKafkaBroker:
                 f"formatting the Apache Kafka storage failed (exit {proc.returncode}):\n{tail}"
             )
 
-    def _wait_ready(self, log_path: Path) -> None:
-        assert self._process is not None
-        process = self._process
-        if wait_until_ready(process, self.info, self.startup_timeout_s, 0.1):
-            return
-        code = process.poll()
-        if code is None:
-            self.stop()
-            raise BrokerStartError(
-                f"the Apache Kafka broker did not become ready within {self.startup_timeout_s:.0f}s on "
-                f"{self.host}:{self.info.port}; see {log_path}"
-            )
-        self._process = None
-        self._cleanup_temp()
-        log = _tail(log_path, 25)
-        if "address already in use" in log.lower():
-            raise BrokerPortInUseError(
-                f"the Apache Kafka broker could not bind port {self.info.port} (or its controller "
-                "port): it is in use; pick another port"
-            )
-        raise BrokerStartError(
-            f"the Apache Kafka broker exited with code {code} during start-up; its log "
-            f"({log_path}) ends with:\n{log}"
+    def _port_in_use_message(self, port: int) -> str:
+        return (
+            f"the Apache Kafka broker could not bind port {port} (or its controller "
+            "port): it is in use; pick another port"
         )
 
-    def stop(self, timeout_s: float = 30.0) -> None:
-        """SIGTERM (Kafka's controlled shutdown flushes and closes the logs), SIGKILL after ``timeout_s``."""
-        process, self._process = self._process, None
-        if process is not None:
-            _terminate(process.pid, timeout_s, process)
-        self._cleanup_temp()
-
-    def kill(self) -> None:
-        """SIGKILL, as a crash would (the data dir then goes through log recovery on the next start)."""
-        process, self._process = self._process, None
-        if process is not None:
-            process.kill()
-            process.wait(10)
-
-    def _cleanup_temp(self) -> None:
+    def _discard(self) -> None:
+        """Remove the temporary data directory (a broker started without ``data_dir``)."""
         temp, self._temp_data = self._temp_data, None
         if temp is not None:
             shutil.rmtree(temp, ignore_errors=True)
-
-    def __enter__(self) -> ApacheKafkaBroker:
-        self.start()
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
