@@ -25,13 +25,15 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from assets.spark.delta_jars import delta_jars
 from edge.broker.local import BrokerKind
 from edge.errors import StreamhouseError
-from edge.kafka.profile import BrokerProfile, KafkaClientConfig
+from edge.kafka.profile import BrokerProfile, KafkaClientConfig, check_client_property
 
 ENV_PREFIX = "STREAMHOUSE_"
 CONFIG_ENV = "STREAMHOUSE_CONFIG"
 DEFAULT_CONFIG_FILE = "streamhouse.yaml"
 KAFKA_ENV_PREFIX = "STREAMHOUSE_KAFKA__"
 HOME_ENV = "STREAMHOUSE_HOME"
+#: A settings file is a few lines; anything this large is a wrong path (``/dev/zero`` would never end)
+MAX_CONFIG_BYTES = 1024 * 1024
 #: Variables that share the prefix but are not settings: the config file, the project home, binaries
 #: located by other means, stack traces on errors (``STREAMHOUSE_DEBUG``) and the test suite's broker.
 NON_SETTING_ENV = {
@@ -92,7 +94,7 @@ class Settings(BaseModel):
     #: (1: any new record, on the sensor's next 30 s tick)...
     lag_min_records: int = Field(default=1, ge=1)
     #: ...and fewer records once the first of them has waited this long (seconds).
-    lag_max_wait_s: float = Field(default=300.0, gt=0)
+    lag_max_wait_s: float = Field(default=300.0, gt=0, le=86_400, allow_inf_nan=False)
     #: First daily partition of silver and gold (the Dagster UI counts missing days from here). The
     #: default covers the sample data (``assets/sample_data.py``: 2026-01-05 on, late events a day before).
     partitions_start: date = date(2026, 1, 1)
@@ -106,6 +108,13 @@ class Settings(BaseModel):
             host, sep, port = server.strip().rpartition(":")
             if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
                 raise ValueError(f"expected host:port[,host:port...], got {value!r}")
+        return value
+
+    @field_validator("kafka")
+    @classmethod
+    def _check_kafka(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, prop in value.items():
+            check_client_property(name, prop)
         return value
 
     @field_validator("spark_master")
@@ -187,6 +196,11 @@ def _env_settings(environ: Mapping[str, str]) -> dict[str, Any]:
     for name, raw in environ.items():
         if not name.startswith(ENV_PREFIX) or name in NON_SETTING_ENV:
             continue
+        try:
+            raw.encode("utf-8")
+        except UnicodeEncodeError:
+            shown = raw.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+            raise SettingsError(f"{name}={shown!r}: not valid UTF-8") from None
         if name.startswith(KAFKA_ENV_PREFIX):
             prop = name[len(KAFKA_ENV_PREFIX) :].lower().replace("_", ".")
             if not prop:
@@ -207,9 +221,18 @@ def _env_settings(environ: Mapping[str, str]) -> dict[str, Any]:
 
 def _file_settings(path: Path) -> dict[str, Any]:
     try:
-        data = yaml.safe_load(path.read_text())
-    except FileNotFoundError as exc:
-        raise SettingsError(f"{CONFIG_ENV}={path}: file not found") from exc
+        if not path.is_file():
+            what = "not a regular file" if path.exists() else "file not found"
+            raise SettingsError(f"{CONFIG_ENV}={path}: {what}")
+        with path.open("rb") as handle:
+            text = handle.read(MAX_CONFIG_BYTES + 1)
+        if len(text) > MAX_CONFIG_BYTES:
+            raise SettingsError(f"{path}: larger than {MAX_CONFIG_BYTES // 1024} KiB; is it a settings file?")
+        data = yaml.safe_load(text.decode("utf-8"))
+    except OSError as exc:
+        raise SettingsError(f"{path}: cannot read it: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise SettingsError(f"{path}: not UTF-8 text") from None
     except yaml.YAMLError as exc:
         raise SettingsError(f"{path}: not valid YAML: {exc}") from exc
     if data is None:

@@ -54,14 +54,16 @@ def sql(
     as_of: AsOf = None,
     lake_root: str | os.PathLike[str] | None = None,
     arrow: bool = False,
+    locked: bool = False,
 ) -> Any:
     """Run DuckDB SQL over the lake's tables (`gold.revenue_tumbling_5m`, `silver.orders@v3`, ...).
 
     Returns a pandas DataFrame (`arrow=True`: a pyarrow Table). Every call sees the tables' latest
     versions (or `as_of`: a version or timestamp for every table). Mistakes raise a `LakeQueryError`
-    whose message says what to fix.
+    whose message says what to fix. `locked=True` for SQL from someone else: no file or network access
+    beyond the lake's tables (see `LakeSession`).
     """
-    with LakeSession(lake_root, as_of=as_of) as session:
+    with LakeSession(lake_root, as_of=as_of, locked=locked) as session:
         table = session.arrow(query)
     return table if arrow else table.to_pandas()
 

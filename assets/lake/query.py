@@ -191,6 +191,11 @@ class LakeSession:
 
     `as_of`: a version or timestamp for every table; `count_reads`: record the data files opened
     (`scans`), `count_bytes`: and the bytes the process read while running `arrow()` queries (Linux).
+
+    `locked`: the SQL cannot reach the file system or network (`read_csv('/etc/passwd')`, `COPY ... TO`,
+    `ATTACH`, `INSTALL` fail) and cannot unlock itself (`lock_configuration`). Lake tables and time
+    travel keep working, because deltalake and pyarrow read them in Python, outside DuckDB's reach. Use
+    it wherever the SQL comes from someone other than the user running the process.
     """
 
     def __init__(
@@ -201,6 +206,7 @@ class LakeSession:
         count_reads: bool = False,
         count_bytes: bool = False,
         threads: int | None = None,
+        locked: bool = False,
     ) -> None:
         self.lake: Lake = discover(lake_root)
         self.as_of = parse_as_of(as_of)
@@ -214,6 +220,10 @@ class LakeSession:
         self.con.execute("SET TimeZone = 'UTC'")
         if threads:
             self.con.execute(f"SET threads = {int(threads)}")
+        if locked:
+            self.con.execute("SET enable_external_access = false")
+            self.con.execute("SET lock_configuration = true")
+        self.locked = locked
         self._views: dict[tuple[str, int], str] = {}  # (table, version) -> internal Arrow name
         self._schemas: set[str] = set()
         self.versions: dict[str, int] = {}  # view name as used in SQL -> version it shows

@@ -81,3 +81,30 @@ class KafkaClientConfig:
         merged = dict(EMBEDDED_TOPIC_DEFAULTS) if self.profile is BrokerProfile.EMBEDDED else {}
         merged.update(config or {})
         return merged
+
+
+def check_client_property(name: str, value: Any) -> None:
+    """Raise ``ValueError`` naming ``name`` when librdkafka rejects it (unknown, or an invalid value).
+
+    librdkafka only validates when a client is built, which is deep inside whatever command first
+    connects; checking each property on its own at settings time names the user's key, not the alias
+    librdkafka reports (``acks`` -> ``request.required.acks``). A client without ``bootstrap.servers``
+    opens no connection; its configuration warnings go to a silent logger.
+    """
+    from confluent_kafka import KafkaException, Producer
+
+    try:
+        Producer({name: value, "logger": _SILENT})
+    except KafkaException as exc:
+        reason = exc.args[0].str() if exc.args and hasattr(exc.args[0], "str") else str(exc)
+        raise ValueError(f"{name}={value!r}: {reason}") from None
+
+
+class _SilentLogger:
+    """A ``logging.Logger`` stand-in for librdkafka's configuration warnings while checking a property."""
+
+    def log(self, *_args: Any, **_kwargs: Any) -> None:
+        pass
+
+
+_SILENT = _SilentLogger()

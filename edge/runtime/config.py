@@ -31,6 +31,21 @@ REPLACE_THREAD = "replace_thread"
 _APP_ID = re.compile(r"^[a-zA-Z0-9._-]{1,200}$")
 
 
+#: Kafka declares these settings INT (the rest of the numeric ones LONG): larger values fail there too
+_JAVA_INT_SETTINGS = frozenset(
+    {
+        "num.standby.replicas",
+        "replication.factor",
+        "max.poll.records",
+        "buffered.records.per.partition",
+        "transaction.timeout.ms",
+        "restore.batch.records",
+    }
+)
+_JAVA_INT_MAX = 2**31 - 1
+_JAVA_LONG_MAX = 2**63 - 1
+
+
 class StreamsConfigError(StreamhouseError):
     """A runtime setting is missing, unknown or malformed; the message names the key."""
 
@@ -175,6 +190,9 @@ class StreamsConfig:
                 continue
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise StreamsConfigError(f"{key} must be an integer >= {low}, got {value!r}")
+            high = _JAVA_INT_MAX if key in _JAVA_INT_SETTINGS else _JAVA_LONG_MAX
+            if value > high:
+                raise StreamsConfigError(f"{key} must be at most {high} (as in Kafka), got {value!r}")
         _parse_server("application.server", self.application_server)
         for key, value in (
             ("default.deserialization.exception.handler", self.default_deserialization_exception_handler),

@@ -484,7 +484,21 @@ def _show(reader: Any, max_rows: int) -> int:
     help="Rows the readable table shows (csv/json/parquet write everything).",
 )
 @click.option("--stats", is_flag=True, help="Print the data files each table read (to stderr).")
-def sql(query: str | None, as_of: str | None, fmt: str, out: Path | None, max_rows: int, stats: bool) -> None:
+@click.option(
+    "--locked",
+    is_flag=True,
+    help="The SQL may read only the lake's tables: no other files, no network, no COPY/ATTACH/INSTALL "
+    "(for SQL that someone else wrote).",
+)
+def sql(
+    query: str | None,
+    as_of: str | None,
+    fmt: str,
+    out: Path | None,
+    max_rows: int,
+    stats: bool,
+    locked: bool,
+) -> None:
     """Query the lake with DuckDB SQL; every table is a view named like `gold.revenue_tumbling_5m`.
 
     \b
@@ -496,11 +510,14 @@ def sql(query: str | None, as_of: str | None, fmt: str, out: Path | None, max_ro
     Only the files and columns a query needs are read: a filter on a partition column (window_date,
     event_date, session_date) skips the other days' files. Without QUERY: the SQL is read from standard
     input, or an interactive shell starts when standard input is a terminal.
+
+    DuckDB's SQL can read and write any file the user can (read_csv, COPY ... TO, ATTACH): fine for
+    your own queries; --locked confines SQL that someone else wrote to the lake's tables.
     """
     from assets.lake import LakeSession
 
     root = _lake_root()
-    with LakeSession(root, as_of=as_of, count_reads=stats) as session:
+    with LakeSession(root, as_of=as_of, count_reads=stats, locked=locked) as session:
         if query is None and sys.stdin.isatty():
             _shell(session, fmt, max_rows)
             return

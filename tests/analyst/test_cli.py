@@ -237,3 +237,36 @@ def test_interactive_shell_runs_statements_until_quit(lake_env: AnalystLake, cap
     assert "72" in out  # the two-line statement ran
     assert 'error: unknown column "nope"' in err  # a mistake does not end the shell
     assert "revenue_tumbling_5m" in out.split("72", 1)[1]  # SHOW ALL TABLES lists the registered views
+
+
+def test_locked_sql_reads_the_lake_and_nothing_else(lake_env: AnalystLake, capsys, tmp_path):
+    """Unlocked, DuckDB reads and writes any file the user can; --locked confines SQL to the lake."""
+    secret = tmp_path / "secret.csv"
+    secret.write_text("k,v\nkey,hunter2\n")
+    copy_to = tmp_path / "exfiltrated.csv"
+    escapes = [
+        f"SELECT * FROM read_csv('{secret}')",
+        f"COPY (SELECT 1 AS x) TO '{copy_to}'",
+        f"ATTACH '{tmp_path / 'other.db'}' AS other",
+        "SET enable_external_access = true",
+    ]
+    code, out, _ = run(capsys, "sql", escapes[0], "--format", "csv")
+    assert code == 0 and "hunter2" in out  # what an unlocked session allows
+    for query in escapes:
+        code, out, err = run(capsys, "sql", "--locked", query)
+        assert code == 2 and "hunter2" not in out, (query, out, err)
+        assert err.startswith("error: ") and "Traceback" not in err, err
+    assert not copy_to.exists() and not (tmp_path / "other.db").exists()
+    # lake tables, a pinned version and the session's as-of all still work when locked
+    code, out, _ = run(
+        capsys, "sql", "--locked", "--format", "json",
+        "SELECT (SELECT count(*) FROM gold.revenue_tumbling_5m) AS now, "
+        "(SELECT count(*) FROM gold.revenue_tumbling_5m@v0) AS v0",
+    )  # fmt: skip
+    assert code == 0 and json.loads(out) == [{"now": 24 * len(DAYS), "v0": 72}]
+    code, out, _ = run(
+        capsys, "sql", "--locked", "--as-of", "1", "--format", "json",
+        "SELECT count(*) AS n FROM gold.revenue_tumbling_5m",
+    )  # fmt: skip
+    assert code == 0 and json.loads(out) == [{"n": 96}], out
+    assert sql("SELECT count(*) AS n FROM gold.revenue_tumbling_5m", locked=True)["n"][0] == 24 * len(DAYS)
