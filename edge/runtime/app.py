@@ -151,6 +151,28 @@ class StreamsApp(ProcessingLoop, RebalanceCallbacks, FailureAndShutdown):
         #: exactly-once: the producer of before an outage was fenced (logged once; it is replaced on resume)
         self._fenced_in_outage = False
         self._outages_seen = 0
+        # built once by _setup (start()); None before, and again once _release_resources dropped them
+        self.client: KafkaClientConfig | None = None
+        self.task_config: TaskConfig | None = None
+        self._client_id = ""
+        self._producer_conf: dict[str, Any] = {}
+        self._consumer_base: dict[str, Any] = {}
+        self.producer: Producer | None = None
+        #: output records under at-least-once (reports only failed deliveries; see KafkaCollector)
+        self.sink_producer: Producer | None = None
+        self.collector: KafkaCollector | None = None
+        self.consumer: Consumer | None = None
+        self.reader: ChangelogReader | None = None
+        self.router: RecordRouter | None = None
+        self.committer: Committer | None = None
+        self.factory: TaskFactory | None = None
+        self._store_catalog: dict[str, dict[str, Any]] = {}
+        #: sub-topologies that may have standby tasks (computed on first use)
+        self._eligible_cache: set[int] | None = None
+        #: bumped by every rebalance callback: the consumer's assignment can only have changed when it
+        #: moved (the processing loop re-reads ``consumer.assignment()`` -- a round trip to librdkafka's
+        #: main thread -- only then, not once per batch)
+        self._assignment_version = 0
 
     # -- public API -----------------------------------------------------------------------------------
     @property
@@ -308,7 +330,6 @@ class StreamsApp(ProcessingLoop, RebalanceCallbacks, FailureAndShutdown):
                 self.producer.init_transactions(60)
             except KafkaException as exc:
                 raise StreamhouseError(f"could not initialise the transactional producer: {exc}") from exc
-        self.sink_producer: Producer | None = None
         if not cfg.exactly_once and any(st.sink_topics for st in self.topology.subtopologies()):
             # output records through a producer that reports only failed deliveries (see KafkaCollector);
             # its statistics stay away from the watchdog: with no output for a while its connections
@@ -370,7 +391,7 @@ class StreamsApp(ProcessingLoop, RebalanceCallbacks, FailureAndShutdown):
         self.router = RecordRouter(
             self.registry,
             self._consumer_error,
-            lambda: getattr(self, "consumer", None),
+            lambda: self.consumer,
             buffered_per_partition=cfg.buffered_records_per_partition,
         )
         self.committer = Committer(
@@ -684,7 +705,7 @@ class StreamsApp(ProcessingLoop, RebalanceCallbacks, FailureAndShutdown):
                 keys,
                 self.config.cluster_unavailable_timeout_ms,
             )
-        collector = getattr(self, "collector", None)
+        collector = self.collector
         if not self.config.exactly_once and collector is not None and self.producer is not None:
             # records of uncommitted work are produced again when it is redone; delivered now they would
             # only be orphans after the changelogs' last commit marker (in-flight ones may still land:

@@ -162,6 +162,10 @@ class Committer:
         if outcome:
             raise outcome[0]
 
+    def release_clients(self) -> None:
+        """At shutdown, once the clients are closed: drop the handles (see KafkaCollector.release_clients)."""
+        self.producer = self.consumer = None
+
     # -- transactions -------------------------------------------------------------------------------
     def begin(self) -> None:
         if self.exactly_once and not self.txn_open:

@@ -43,7 +43,7 @@ def render_metrics(app: StreamsApp) -> str:
             s.process_seconds, **base
         )
     )
-    c = getattr(app, "committer", None)
+    c = app.committer
     if c is not None:
         fams.append(MetricFamily(P + "commits_total", "counter", "Commits").add(c.commits, **base))
         fams.append(
@@ -100,14 +100,19 @@ def render_metrics(app: StreamsApp) -> str:
             s.errors.get("dead_letters", 0), **base
         )
     )
-    col = getattr(app, "collector", None)
+    col = app.collector
     dlq = MetricFamily(
         P + "dlq_outcomes_total",
         "counter",
         "Dead letters by outcome: delivered, truncated (value cut to fit message.max.bytes), failed (lost)",
     )
+    dlq_outcomes = (
+        {"delivered": col.dlq_delivered, "truncated": col.dlq_truncated, "failed": col.dlq_failed}
+        if col is not None
+        else {}
+    )
     for outcome in ("delivered", "truncated", "failed"):
-        dlq.add(getattr(col, f"dlq_{outcome}", 0) if col is not None else 0, **base, outcome=outcome)
+        dlq.add(dlq_outcomes.get(outcome, 0), **base, outcome=outcome)
     fams.append(dlq)
     reg = app.registry
     dropped = MetricFamily(
@@ -117,7 +122,7 @@ def render_metrics(app: StreamsApp) -> str:
         "where one is required (Kafka's task-level dropped-records; restarts at 0 when a task moves)",
     )
     for (st, p), active in sorted(list(reg.tasks.items()) if reg is not None else []):
-        dropped.add(getattr(active.task, "dropped_records", 0), **base, task=f"{st}_{p}")
+        dropped.add(active.task.dropped_records, **base, task=f"{st}_{p}")
     fams.append(dropped)
     fams.append(
         MetricFamily(P + "active_tasks", "gauge", "Active tasks").add(
@@ -139,7 +144,7 @@ def render_metrics(app: StreamsApp) -> str:
             s.rebalances, **base
         )
     )
-    wd = getattr(app, "watchdog", None)
+    wd = app.watchdog
     fams.append(
         MetricFamily(
             P + "cluster_unavailable_seconds",
@@ -148,12 +153,12 @@ def render_metrics(app: StreamsApp) -> str:
             "cluster.unavailable.timeout.ms",
         ).add(round(wd.unavailable_for, 3) if wd is not None else 0.0, **base)
     )
-    limiter = getattr(app, "connection_log", None)
+    limiter = app.connection_log
     fams.append(
         MetricFamily(
             P + "connection_errors_total",
             "counter",
             "Broker connection failures reported by the Kafka clients (logged rate-limited)",
-        ).add(limiter.total if limiter is not None else 0, **base)
+        ).add(limiter.total, **base)
     )
     return render(fams)

@@ -291,6 +291,12 @@ class KafkaCollector:
         self._poll = producer.poll
         self._poll_sink = None
 
+    def release_clients(self) -> None:
+        """At shutdown, after the last flush: drop every handle on the producers (bound methods
+        included), so librdkafka's threads end now rather than whenever the app is collected."""
+        self.producer = self.sink_producer = None  # type: ignore[assignment]
+        self._produce = self._produce_sink = self._poll = self._poll_sink = None  # type: ignore[assignment]
+
     @property
     def producers(self) -> tuple[Producer, ...]:
         """Every producer behind this collector (the sink producer first, when there is one)."""

@@ -26,11 +26,6 @@ log = logging.getLogger(__name__)
 class RebalanceCallbacks:
     """The rebalance part of :class:`~edge.runtime.app.StreamsApp` (a mixin)."""
 
-    #: bumped by every rebalance callback: the consumer's assignment can only have changed when it moved
-    #: (the processing loop re-reads ``consumer.assignment()`` -- a round trip to librdkafka's main
-    #: thread -- only then, not once per batch)
-    _assignment_version: int = 0
-
     def _guarded(self, callback: Callable[[Consumer, list[TopicPartition]], None]) -> Callable[..., None]:
         """Never let an exception escape a rebalance callback (librdkafka would leave the rebalance
         half done and ``close()`` would hang); the loop re-raises it after ``consume()`` returns."""
@@ -199,7 +194,7 @@ class RebalanceCallbacks:
             self._publish_assignment()
 
     def _standby_eligible(self) -> set[int]:
-        cached = getattr(self, "_eligible_cache", None)
+        cached = self._eligible_cache
         if cached is None:
             assert self.plan is not None and self.standby is not None
             cached = {st for st in self.plan.subtopologies if self.standby.eligible(st)}

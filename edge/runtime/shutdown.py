@@ -107,9 +107,7 @@ class FailureAndShutdown:
                     except Exception:
                         log.exception("closing task %s failed", active.id)
         self._release_resources()
-        connection_log = getattr(self, "connection_log", None)
-        if connection_log is not None:
-            connection_log.report_pending()
+        self.connection_log.report_pending()
         self.lifecycle.transition(final, strict=False)
 
     def _finish_rebalance(self, timeout_s: float = 8.0) -> None:
@@ -119,7 +117,7 @@ class FailureAndShutdown:
         the next assignment (the remaining members loop on "rebalance in progress"), so a shutdown that
         starts inside a rebalance first rejoins (taking no tasks: ``_closing`` is set), then leaves.
         """
-        consumer = getattr(self, "consumer", None)
+        consumer = self.consumer
         if consumer is None or not self._in_rebalance:
             return
         deadline = time.monotonic() + timeout_s
@@ -128,7 +126,7 @@ class FailureAndShutdown:
                 consumer.consume(100, 0.1)
 
     def _release_resources(self) -> None:
-        committer = getattr(self, "committer", None)
+        committer = self.committer
         consumer_held = committer is not None and committer.consumer_held
         if consumer_held:
             # closing would wait behind it for as long as the cluster stays away
@@ -138,14 +136,14 @@ class FailureAndShutdown:
             )
         else:
             self._finish_rebalance()
-        consumer = None if consumer_held else getattr(self, "consumer", None)
+        consumer = None if consumer_held else self.consumer
         for name, action in (
             ("standby", lambda: self.standby and self.standby.close()),
             ("global", lambda: self.global_state and self.global_state.close()),
             ("consumer", lambda: consumer is not None and consumer.close()),
-            ("sink producer", lambda: getattr(self, "sink_producer", None) and self.sink_producer.flush(5)),
-            ("producer", lambda: getattr(self, "producer", None) and self.producer.flush(5)),
-            ("restore", lambda: getattr(self, "reader", None) and self.reader.close()),
+            ("sink producer", lambda: self.sink_producer is not None and self.sink_producer.flush(5)),
+            ("producer", lambda: self.producer is not None and self.producer.flush(5)),
+            ("restore", lambda: self.reader is not None and self.reader.close()),
             ("metadata", lambda: self.metadata and self.metadata.stop()),
             ("http", lambda: self.http and self.http.stop()),
         ):
@@ -156,17 +154,11 @@ class FailureAndShutdown:
         self.standby = None
         self.global_state = None
         # drop the client handles so librdkafka's threads end now, not whenever the app is collected
-        for holder, names in (
-            (self, ("producer", "sink_producer", "consumer")),
-            (
-                getattr(self, "collector", None),
-                ("producer", "_produce", "_poll", "sink_producer", "_produce_sink", "_poll_sink"),
-            ),
-            (getattr(self, "committer", None), ("producer", "consumer")),
-        ):
-            for name in names:
-                if holder is not None and hasattr(holder, name):
-                    setattr(holder, name, None)
+        self.producer = self.sink_producer = self.consumer = None
+        if self.collector is not None:
+            self.collector.release_clients()
+        if committer is not None:
+            committer.release_clients()
         if self._lock_fd is not None:
             with contextlib.suppress(OSError):
                 unlock_state_dir(self._lock_fd)
