@@ -257,7 +257,11 @@ class StreamsApp(ProcessingLoop, RebalanceCallbacks, FailureAndShutdown):
         )
         self.client = client
         self.plan = plan_topics(
-            self.topology, cfg.application_id, client, replication_factor=cfg.replication_factor
+            self.topology,
+            cfg.application_id,
+            client,
+            replication_factor=cfg.replication_factor,
+            windowstore_changelog_additional_retention_ms=cfg.windowstore_changelog_additional_retention_ms,
         )
         dlq = cfg.errors_dead_letter_queue_topic_name
         from edge.kafka import TopicSpec, create_topics

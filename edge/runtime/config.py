@@ -103,6 +103,9 @@ class StreamsConfig:
     #: run`` exits 1) instead of waiting forever. Shorter outages: the tasks are dropped after the
     #: consumer's ``session.timeout.ms`` (state REBALANCING) and resume from the last commit.
     cluster_unavailable_timeout_ms: int = 300_000
+    #: a window or session store's changelog keeps records this long past the store's retention
+    #: (``retention.ms`` of its ``compact,delete`` topic): Kafka's allowance for clock drift
+    windowstore_changelog_additional_retention_ms: int = 86_400_000
     #: ``fail`` | ``continue`` | ``dlq`` (``dlq`` needs ``errors.dead.letter.queue.topic.name``)
     default_deserialization_exception_handler: str = "fail"
     default_processing_exception_handler: str = "fail"
@@ -172,6 +175,11 @@ class StreamsConfig:
             ("metadata.interval.ms", self.metadata_interval_ms, 1),
             ("transaction.timeout.ms", self.transaction_timeout_ms, 1000),
             ("cluster.unavailable.timeout.ms", self.cluster_unavailable_timeout_ms, 1000),
+            (
+                "windowstore.changelog.additional.retention.ms",
+                self.windowstore_changelog_additional_retention_ms,
+                0,
+            ),
             ("max.task.idle.ms", self.max_task_idle_ms, -1),
             ("buffered.records.per.partition", self.buffered_records_per_partition, 1),
             ("idle.stream.time.advance.ms", self.idle_stream_time_advance_ms, -1),
@@ -334,6 +342,7 @@ _INT_FIELDS = {
     "metadata_interval_ms",
     "transaction_timeout_ms",
     "cluster_unavailable_timeout_ms",
+    "windowstore_changelog_additional_retention_ms",
     "max_task_idle_ms",
     "buffered_records_per_partition",
     "idle_stream_time_advance_ms",
@@ -382,6 +391,7 @@ _ALIASES = {
     "metadata.interval.ms": "metadata_interval_ms",
     "transaction.timeout.ms": "transaction_timeout_ms",
     "cluster.unavailable.timeout.ms": "cluster_unavailable_timeout_ms",
+    "windowstore.changelog.additional.retention.ms": "windowstore_changelog_additional_retention_ms",
     "default.key.serde": "default_key_serde",
     "default.value.serde": "default_value_serde",
     "default.deserialization.exception.handler": "default_deserialization_exception_handler",

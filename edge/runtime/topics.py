@@ -3,8 +3,9 @@
 Planned once at start: external source topics must exist; every sub-topology's source topics must have
 the same partition count (co-partitioning: a task reads partition *p* of each, so a join would otherwise
 miss matches); repartition topics get the partition count of the sub-topology that writes them;
-changelog topics (compacted) get the count of the sub-topology that owns the store; the instances topic
-has one partition.
+changelog topics get the count of the sub-topology that owns the store (compacted; a window or session
+store's also deleted after its retention plus ``windowstore.changelog.additional.retention.ms``, so they
+stay bounded); the instances topic has one partition.
 
 Checked at start and again after every rebalance and every reconnection to the cluster
 (:func:`validate_topics`), as Kafka Streams' assignor does: a missing source topic is a
@@ -16,14 +17,19 @@ created, and an internal topic with another partition count than planned is an
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import Any
 
 from confluent_kafka import KafkaException
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import AdminClient, ConfigResource
 
 from edge.errors import StreamhouseError, TopologyError
 from edge.kafka import KafkaClientConfig, TopicSpec, create_topics
+from edge.state.window import ADDITIONAL_CHANGELOG_RETENTION_MS
+from edge.topology.stores import changelog_topic_config
+
+log = logging.getLogger(__name__)
 
 
 class MissingTopicError(StreamhouseError):
@@ -64,6 +70,8 @@ class TopicPlan:
     application_id: str = ""
     #: internal topic -> what it is (for error messages)
     roles: dict[str, str] = field(default_factory=dict)
+    #: the existing changelogs' cleanup settings were compared with the plan (once, at start)
+    configs_checked: bool = False
 
     def task_ids(self) -> list[tuple[int, int]]:
         return [(st.id, p) for st in self.subtopologies.values() for p in range(st.partitions)]
@@ -85,14 +93,21 @@ def partition_counts(client: KafkaClientConfig) -> dict[str, int]:
     return {name: len(t.partitions) for name, t in meta.topics.items() if t.error is None}
 
 
-def _store_changelog_config(topology: Any, store: str) -> dict[str, str]:
+def _store_changelog_config(
+    topology: Any, store: str, additional_retention_ms: int = ADDITIONAL_CHANGELOG_RETENTION_MS
+) -> dict[str, str]:
     store_def = getattr(topology, "_stores", {}).get(store)
     builder = getattr(store_def, "builder", None)
-    return dict(getattr(builder, "changelog_config", None) or {})
+    return changelog_topic_config(builder, additional_retention_ms) if builder is not None else {}
 
 
 def plan_topics(
-    topology: Any, application_id: str, client: KafkaClientConfig, *, replication_factor: int = 1
+    topology: Any,
+    application_id: str,
+    client: KafkaClientConfig,
+    *,
+    replication_factor: int = 1,
+    windowstore_changelog_additional_retention_ms: int = ADDITIONAL_CHANGELOG_RETENTION_MS,
 ) -> TopicPlan:
     existing = partition_counts(client)
     internal_names = topology.internal_topics
@@ -204,7 +219,9 @@ def plan_topics(
             stores[store] = topic
             if topic is not None:
                 roles[topic] = f"changelog of store {store!r} in sub-topology {st.id}"
-                cfg = {"cleanup.policy": "compact", **_store_changelog_config(topology, store)}
+                cfg = _store_changelog_config(
+                    topology, store, windowstore_changelog_additional_retention_ms
+                ) or {"cleanup.policy": "compact"}
                 internal.append(TopicSpec(topic, partitions, replication_factor, config=cfg))
         plans[st.id] = SubtopologyPlan(st.id, list(per_topic), partitions, stores)
     internal.append(
@@ -246,6 +263,9 @@ def validate_topics(plan: TopicPlan, client: KafkaClientConfig) -> list[str]:
                     f"with {st.partitions} (its tasks and changelogs are sized for that); restore the "
                     "topic's partition count or reset the application (a new application.id)"
                 )
+    if not plan.configs_checked:
+        plan.configs_checked = True
+        _warn_unbounded_changelogs(plan, client, existing)
     to_create = []
     for spec in plan.internal:
         actual = existing.get(spec.name)
@@ -259,6 +279,49 @@ def validate_topics(plan: TopicPlan, client: KafkaClientConfig) -> list[str]:
                 f"{app!r}) before starting it again"
             )
     return create_topics(client, to_create)
+
+
+def _warn_unbounded_changelogs(plan: TopicPlan, client: KafkaClientConfig, existing: dict[str, int]) -> None:
+    """Warn about an existing window or session changelog that would grow without bound.
+
+    Kafka Streams sets an internal topic's config only when it creates the topic, so a changelog made
+    before (by an older version, or by hand) keeps ``cleanup.policy=compact`` forever. Nothing is
+    altered here either (an operator may have chosen it); the warning says what Kafka Streams would
+    have created and how to apply it.
+    """
+    bounded = {
+        spec.name: spec.config
+        for spec in plan.internal
+        if spec.name in existing and "delete" in spec.config.get("cleanup.policy", "")
+    }
+    if not bounded:
+        return
+    admin = AdminClient(client.admin())
+    resources = [ConfigResource(ConfigResource.Type.TOPIC, name) for name in sorted(bounded)]
+    try:
+        described = {r.name: f.result(timeout=10) for r, f in admin.describe_configs(resources).items()}
+    except Exception as exc:  # a check for a warning must not stop the app
+        log.info("could not read the configs of the existing changelog topics: %s", exc)
+        return
+    for name, entries in described.items():
+        want = bounded[name]
+        policy = entries.get("cleanup.policy")
+        have_policy = policy.value if policy is not None else ""
+        if "delete" in (have_policy or "") or not want.get("retention.ms"):
+            continue
+        log.warning(
+            "changelog topic %r (%s) has cleanup.policy=%s, so it grows without bound; Kafka Streams "
+            "creates it with cleanup.policy=compact,delete and retention.ms=%s (the store's retention + "
+            "windowstore.changelog.additional.retention.ms). It is left as it is; to apply: "
+            "kafka-configs.sh --alter --entity-type topics --entity-name %s "
+            "--add-config cleanup.policy=[compact,delete],retention.ms=%s",
+            name,
+            plan.roles.get(name, "changelog"),
+            have_policy,
+            want["retention.ms"],
+            name,
+            want["retention.ms"],
+        )
 
 
 def ensure_internal_topics(plan: TopicPlan, client: KafkaClientConfig) -> list[str]:

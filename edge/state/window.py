@@ -41,6 +41,8 @@ if TYPE_CHECKING:
 
 #: Kafka's ``windowstore.changelog.additional.retention.ms`` default: a changelog keeps a day more
 ADDITIONAL_CHANGELOG_RETENTION_MS = 86_400_000
+#: a retention that overflows a Java long is capped there, as Kafka's ``Math.addExact`` fallback does
+_LONG_MAX = 2**63 - 1
 
 _MAX_SEQ = 0x7FFFFFFF
 _MIN_SEQ = 0
@@ -425,13 +427,18 @@ def _check_name(name: str) -> None:
         )
 
 
-def windowed_changelog_config(retention_ms: int, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """Kafka's windowed changelog settings: compacted and deleted after retention + one day."""
-    config = {
-        "cleanup.policy": "compact,delete",
-        "retention.ms": str(retention_ms + ADDITIONAL_CHANGELOG_RETENTION_MS),
-    }
-    config.update(extra or {})
+def windowed_changelog_config(
+    retention_ms: int,
+    extra: Mapping[str, str] | None = None,
+    additional_retention_ms: int = ADDITIONAL_CHANGELOG_RETENTION_MS,
+) -> dict[str, str]:
+    """Kafka's windowed changelog settings (``WindowedChangelogTopicConfig``): compacted and deleted,
+    kept for the store's retention plus ``windowstore.changelog.additional.retention.ms``, so the topic
+    stays bounded while every window a restore needs is still in it. The store's own topic config
+    (``extra``) wins, and a ``retention.ms`` there is taken as given."""
+    config = {"cleanup.policy": "compact,delete", **(extra or {})}
+    if "retention.ms" not in (extra or {}):
+        config["retention.ms"] = str(min(retention_ms + additional_retention_ms, _LONG_MAX))
     return config
 
 
@@ -442,18 +449,33 @@ class _WindowedBuilderOptions:
     retention_ms: int
     logging_enabled: bool
     changelog_config: Mapping[str, str]
+    #: the store's own changelog topic config as the user gave it (Kafka's ``logConfig``)
+    topic_config: Mapping[str, str]
 
     def __post_init__(self) -> None:
         _check_name(self.name)
         if not self.changelog_config and self.logging_enabled:
-            object.__setattr__(self, "changelog_config", windowed_changelog_config(self.retention_ms))
+            object.__setattr__(
+                self, "changelog_config", windowed_changelog_config(self.retention_ms, self.topic_config)
+            )
+
+    def changelog_topic_config(self, additional_retention_ms: int) -> dict[str, str]:
+        """The changelog's topic config under an app's ``windowstore.changelog.additional.retention.ms``."""
+        if not self.logging_enabled:
+            return {}
+        return windowed_changelog_config(self.retention_ms, self.topic_config, additional_retention_ms)
 
     def with_logging_disabled(self) -> Any:
-        return dataclasses.replace(self, logging_enabled=False, changelog_config={})  # type: ignore[type-var]
+        return dataclasses.replace(  # type: ignore[type-var]
+            self, logging_enabled=False, changelog_config={}, topic_config={}
+        )
 
     def with_logging_enabled(self, config: Mapping[str, str] | None = None) -> Any:
         return dataclasses.replace(  # type: ignore[type-var]
-            self, logging_enabled=True, changelog_config=windowed_changelog_config(self.retention_ms, config)
+            self,
+            logging_enabled=True,
+            changelog_config=windowed_changelog_config(self.retention_ms, config),
+            topic_config=dict(config or {}),
         )
 
     def with_caching_disabled(self) -> Any:
@@ -477,6 +499,7 @@ class WindowStoreBuilder(_WindowedBuilderOptions):
     logging_enabled: bool = True
     caching_enabled: bool = True
     changelog_config: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    topic_config: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     def build(self) -> MeteredWindowStore:
         from edge.state.caching import CachingKeyValueStore
@@ -512,6 +535,7 @@ class SessionStoreBuilder(_WindowedBuilderOptions):
     logging_enabled: bool = True
     caching_enabled: bool = True
     changelog_config: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    topic_config: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     def build(self) -> MeteredSessionStore:
         from edge.state.caching import CachingKeyValueStore
@@ -562,6 +586,7 @@ def window_store_builder(
         logging,
         caching,
         windowed_changelog_config(retention_ms, changelog_config) if logging else {},
+        dict(changelog_config or {}) if logging else {},
     )
 
 
@@ -586,4 +611,5 @@ def session_store_builder(
         logging,
         caching,
         windowed_changelog_config(retention_ms, changelog_config) if logging else {},
+        dict(changelog_config or {}) if logging else {},
     )

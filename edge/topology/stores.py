@@ -12,7 +12,12 @@ from typing import TYPE_CHECKING, Any
 
 from edge.serde import Serde, ValueAndTimestampSerde
 from edge.state import key_value_store_builder
-from edge.state.window import session_store_builder, window_store_builder
+from edge.state.window import (
+    ADDITIONAL_CHANGELOG_RETENTION_MS,
+    session_store_builder,
+    window_store_builder,
+    windowed_changelog_config,
+)
 
 if TYPE_CHECKING:
     from edge.processor.config import StreamsConfig
@@ -92,4 +97,29 @@ class StoreSpec:
 
 
 def resolve_store_builder(builder: Any, config: StreamsConfig) -> StoreBuilder:
-    return builder.to_builder(config) if isinstance(builder, StoreSpec) else builder
+    """The store builder a task builds from. With a zero cache budget the caching layer is stripped
+    from every store, as Kafka's ``InternalTopologyBuilder.rewriteTopology`` does when the cache size
+    is 0: a cache of no bytes would still swallow deletes of absent keys, and Kafka's stores then
+    forward every write (a filter's ``Change(null, null)`` included)."""
+    resolved = builder.to_builder(config) if isinstance(builder, StoreSpec) else builder
+    if config.cache_max_bytes == 0 and getattr(resolved, "caching_enabled", False):
+        resolved = resolved.with_caching_disabled()
+    return resolved
+
+
+def changelog_topic_config(
+    builder: Any, additional_retention_ms: int = ADDITIONAL_CHANGELOG_RETENTION_MS
+) -> dict[str, str]:
+    """The config a store's changelog topic is created with, as Kafka Streams' ``InternalTopologyBuilder``
+    picks it: window and session stores get ``compact,delete`` with their retention plus
+    ``windowstore.changelog.additional.retention.ms`` (so the topic stays bounded), every other store
+    ``compact``; the store's own topic config wins over both."""
+    if isinstance(builder, StoreSpec):
+        own = dict(builder.changelog_config or {})
+        if builder.kind in ("window", "session"):
+            return windowed_changelog_config(builder.retention_ms, own, additional_retention_ms)
+        return {"cleanup.policy": "compact", **own}
+    windowed = getattr(builder, "changelog_topic_config", None)
+    if windowed is not None:
+        return dict(windowed(additional_retention_ms))
+    return {"cleanup.policy": "compact", **dict(getattr(builder, "changelog_config", None) or {})}

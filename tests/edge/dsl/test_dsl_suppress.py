@@ -143,7 +143,7 @@ def test_logging_disabled_buffer_has_no_changelog_and_log_config_reaches_the_top
     ).build()
     from edge.runtime.topics import _store_changelog_config
 
-    assert _store_changelog_config(logged, "q-store") == cfg
+    assert _store_changelog_config(logged, "q-store") == {"cleanup.policy": "compact", **cfg}
 
 
 def test_buffer_configs_follow_kafka():
