@@ -28,17 +28,14 @@ from typing import TYPE_CHECKING, Any
 
 from deltalake import DeltaTable
 
-from assets.delta.errors import CommitConflictError
 from assets.delta.location import TableLocation
 from assets.delta.partitions import to_partition_string
+from assets.delta.types import COMMIT_ID_KEY, AppTransaction, CommitResult, commit_conflict
 from assets.spark.delta_jars import NATIVE_DELTA_CONF
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from assets.delta.writer import AppTransaction, CommitResult
-
-COMMIT_ID_KEY = "streamhouse.commitId"
 ENGINE_KEY = "streamhouse.engine"
 SETTINGS = ("false", "true", "always")
 
@@ -197,8 +194,6 @@ def write_native(
     metadata: Mapping[str, Any],
 ) -> CommitResult:
     """One native Delta write = one commit; returns what it committed (or skipped)."""
-    from assets.delta.writer import CommitResult
-
     commit_id = uuid.uuid4().hex
     meta = {**metadata, ENGINE_KEY: "delta-spark", COMMIT_ID_KEY: commit_id}
     writer = data.write.format("delta").option("userMetadata", json.dumps(meta, sort_keys=True))
@@ -223,17 +218,7 @@ def write_native(
         writer.save(location.spark_path(""))
     except Exception as exc:
         if _is_conflict(exc):
-            try:
-                current: int | None = DeltaTable(location.uri).version()
-            except Exception:
-                current = None
-            raise CommitConflictError(
-                f"Commit to Delta table {location.uri} conflicted: it was read at version {read_version} "
-                f"but version {current} was committed by another writer meanwhile. Nothing from this "
-                f"write is visible; retry the write (app transactions make the retry safe). ({exc})",
-                table_uri=location.uri,
-                version=current,
-            ) from exc
+            raise commit_conflict(location, read_version, exc) from exc
         raise
     info = _find_native_commit(location, read_version, commit_id)
     if info is None:

@@ -15,7 +15,6 @@ import os
 import posixpath
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
@@ -25,13 +24,12 @@ from deltalake.exceptions import TableNotFoundError as DeltaTableNotFound
 from deltalake.transaction import AddAction, RemoveAction, create_table_with_add_actions
 
 from assets.delta.errors import (
-    CommitConflictError,
     PartitionFilterError,
     SchemaMismatchError,
     WriteOptionsError,
 )
 from assets.delta.location import TableLocation, resolve
-from assets.delta.native import COMMIT_ID_KEY, replace_where_sql, use_native, write_native
+from assets.delta.native import replace_where_sql, use_native, write_native
 from assets.delta.partitions import (
     normalize_where,
     parse_partition_value,
@@ -56,6 +54,7 @@ from assets.delta.staging import (
     remove_staging,
     write_staged,
 )
+from assets.delta.types import COMMIT_ID_KEY, AppTransaction, CommitResult, commit_conflict
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -74,24 +73,6 @@ _RESERVED_COMMIT_KEYS = {
     "isBlindAppend",
     "clientVersion",
 }
-
-
-@dataclass(frozen=True)
-class AppTransaction:
-    """Idempotency token: (app_id, version) is recorded in the commit; re-running is a no-op."""
-
-    app_id: str
-    version: int
-
-
-@dataclass(frozen=True)
-class CommitResult:
-    table_uri: str
-    version: int
-    skipped: bool
-    files_added: int
-    files_removed: int
-    rows_written: int
 
 
 def _validate_options(
@@ -305,20 +286,6 @@ def _add_actions(files: Sequence[StagedFile], now_ms: int) -> list[AddAction]:
     ]
 
 
-def _conflict(location: TableLocation, read_version: int | None, exc: Exception) -> CommitConflictError:
-    try:
-        current: int | None = DeltaTable(location.uri).version()
-    except Exception:
-        current = None
-    return CommitConflictError(
-        f"Commit to Delta table {location.uri} conflicted: it was read at version {read_version} but "
-        f"version {current} was committed by another writer meanwhile. Nothing from this write is "
-        f"visible; retry the write (app transactions make the retry safe). ({exc})",
-        table_uri=location.uri,
-        version=current,
-    )
-
-
 def _commit(
     location: TableLocation,
     dt: DeltaTable | None,
@@ -372,7 +339,7 @@ def _commit(
             )
             dt.update_incremental()
             if dt.version() != (read_version or 0) + 1:
-                raise _conflict(location, read_version, RuntimeError("commit during schema evolution"))
+                raise commit_conflict(location, read_version, RuntimeError("commit during schema evolution"))
         expected = dt.version() + 1
         dt.create_write_transaction(
             [*adds, *removes],
@@ -392,10 +359,10 @@ def _commit(
                 return int(info["version"])
         return dt.version()
     except CommitFailedError as exc:
-        raise _conflict(location, read_version, exc) from exc
+        raise commit_conflict(location, read_version, exc) from exc
     except DeltaError as exc:
         if dt is None and DeltaTable.is_deltatable(location.uri):  # lost a race creating the table
-            raise _conflict(location, read_version, exc) from exc
+            raise commit_conflict(location, read_version, exc) from exc
         raise
 
 
