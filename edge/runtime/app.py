@@ -46,8 +46,9 @@ from edge.runtime.config import (
 from edge.runtime.connectivity import ClusterUnavailableError, ClusterWatchdog, ConnectionLogLimiter
 from edge.runtime.global_state import GlobalState
 from edge.runtime.metadata import InstanceInfo, MetadataService
+from edge.runtime.outage import OutageWatchdog
 from edge.runtime.processing import ProcessingLoop
-from edge.runtime.producer import KafkaCollector, ProducerSendError, is_fenced
+from edge.runtime.producer import KafkaCollector
 from edge.runtime.rebalance import RebalanceCallbacks
 from edge.runtime.record_order import RecordRouter
 from edge.runtime.restore import ChangelogReader
@@ -73,24 +74,6 @@ UncaughtExceptionHandler = Callable[[BaseException], str]
 #: Errors that end the instance whatever the uncaught exception handler answers: replacing the stream
 #: thread cannot fix a missing or mis-partitioned topic, nor bring the cluster back.
 FATAL_ERRORS = (ClusterUnavailableError, MissingTopicError, InternalTopicPartitionsError)
-
-#: Client errors that mean this member's tasks are gone (Kafka Streams' TaskMigratedException): the
-#: group moved on without it, or the cluster cannot be reached. The tasks are closed without a commit and
-#: resume from the last one when the group assigns them again.
-MIGRATED_CODES = frozenset(
-    {
-        KafkaError.UNKNOWN_MEMBER_ID,
-        KafkaError.ILLEGAL_GENERATION,
-        KafkaError.REBALANCE_IN_PROGRESS,
-        KafkaError.COORDINATOR_NOT_AVAILABLE,
-        KafkaError.NOT_COORDINATOR,
-        KafkaError._TRANSPORT,
-        KafkaError._ALL_BROKERS_DOWN,
-        KafkaError._TIMED_OUT,
-        KafkaError._MSG_TIMED_OUT,
-        KafkaError._WAIT_COORD,
-    }
-)
 
 
 def resolve_topology(obj: Any, optimization: str | None = None) -> Any:
@@ -146,11 +129,8 @@ class StreamsApp(ProcessingLoop, RebalanceCallbacks, FailureAndShutdown):
         self.connection_log = ConnectionLogLimiter()
         #: how long the cluster has been unreachable (set up with the consumer's session timeout)
         self.watchdog: ClusterWatchdog | None = None
-        #: the tasks were dropped because the cluster was gone: resume them once it answers again
-        self._resume_pending = False
-        #: exactly-once: the producer of before an outage was fenced (logged once; it is replaced on resume)
-        self._fenced_in_outage = False
-        self._outages_seen = 0
+        #: outage and fencing recovery (set up with the watchdog)
+        self.outage: OutageWatchdog | None = None
         # built once by _setup (start()); None before, and again once _release_resources dropped them
         self.client: KafkaClientConfig | None = None
         self.task_config: TaskConfig | None = None
@@ -383,6 +363,16 @@ class StreamsApp(ProcessingLoop, RebalanceCallbacks, FailureAndShutdown):
             give_up_after_s=cfg.cluster_unavailable_timeout_ms / 1000,
         )
         watchdog = self.watchdog
+        self.outage = OutageWatchdog(
+            watchdog,
+            self.connection_log,
+            self,
+            bootstrap_servers=cfg.bootstrap_servers,
+            exactly_once=cfg.exactly_once,
+            transaction_timeout_ms=cfg.transaction_timeout_ms,
+            cluster_unavailable_timeout_ms=cfg.cluster_unavailable_timeout_ms,
+            closing=lambda: self._closing,
+        )
         self.collector.cluster_unreachable = lambda: not watchdog.reachable
         self.reader = ChangelogReader(
             self._aux_consumer_conf("restore"),
@@ -543,8 +533,8 @@ class StreamsApp(ProcessingLoop, RebalanceCallbacks, FailureAndShutdown):
                     self._on_uncaught(exc, SHUTDOWN_CLIENT)
                     return
                 except BaseException as exc:
-                    if self._tasks_migrated(exc):
-                        self._drop_tasks(f"{type(exc).__name__}: {exc}", resume=True)
+                    if self.outage is not None and self.outage.tasks_migrated(exc):
+                        self.drop_tasks(f"{type(exc).__name__}: {exc}", resume=True)
                         continue
                     if isinstance(exc, ProducerFencedError):
                         raise
@@ -590,98 +580,16 @@ class StreamsApp(ProcessingLoop, RebalanceCallbacks, FailureAndShutdown):
 
     # -- contact with the cluster -------------------------------------------------------------------------
     def _on_stream_client_error(self, err: KafkaError) -> None:
-        """error_cb of the stream consumer and producer: logged like every client's, and "all brokers
-        down" starts the watchdog's clock (those two are never idle, so it means an outage)."""
-        self.connection_log.on_error(err)
-        if self.watchdog is not None:
-            self.watchdog.connection_error(err)
+        """error_cb of the stream consumer and producer (see OutageWatchdog.on_client_error); before the
+        watchdog is set up, only logged."""
+        if self.outage is None:
+            self.connection_log.on_error(err)
+        else:
+            self.outage.on_client_error(err)
 
     def _on_producer_stats(self, raw: str) -> None:
-        """The producer's broker states (served during a commit's flush, when the consumer's are not)."""
-        if self.watchdog is None:
-            return
-        with contextlib.suppress(Exception):
-            import orjson
-
-            self.watchdog.observe_stats(orjson.loads(raw).get("brokers") or {})
-
-    def _fenced_by_outage(self, exc: BaseException) -> bool:
-        """Exactly-once, the tasks dropped by an outage and not resumed yet: is ``exc`` the fencing of the
-        producer of before the outage? An outage longer than ``transaction.timeout.ms`` ends with the
-        coordinator aborting the open transaction and bumping the producer epoch, so the old producer's
-        next request (for records it still held; ``poll`` raises it as a fatal error) is fenced. That is
-        Kafka Streams' TaskMigratedException, not a zombie: ``_after_outage_producer`` replaces it."""
-        if not (self.config.exactly_once and self._resume_pending):
-            return False
-        cause = exc.__cause__ if isinstance(exc, ProducerFencedError) else exc
-        if cause is None or not is_fenced(cause):
-            return False
-        if not self._fenced_in_outage:
-            self._fenced_in_outage = True
-            log.warning(
-                "exactly-once: the transactional producer of before the outage was fenced (the coordinator "
-                "aborted its open transaction after transaction.timeout.ms=%d); a new producer replaces it "
-                "when the tasks resume (%s)",
-                self.config.transaction_timeout_ms,
-                exc,
-            )
-        return True
-
-    def _tasks_migrated(self, exc: BaseException) -> bool:
-        """Did ``exc`` fail because the cluster is gone or the group dropped us (Kafka Streams'
-        TaskMigratedException), rather than because of a bug or a bad record?"""
-        if not isinstance(exc, Exception) or self._closing:
-            return False
-        if self._fenced_by_outage(exc):
-            return True
-        if isinstance(exc, ProducerFencedError):
-            return False  # a newer instance with our transactional.id: this one is a zombie and stops
-        if self.watchdog is not None and not self.watchdog.reachable:
-            return True
-        err = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
-        if isinstance(exc, ProducerSendError):
-            err = exc.error
-        return isinstance(err, KafkaError) and err.code() in MIGRATED_CODES
-
-    def _check_cluster(self) -> None:
-        """On the stream thread (statistics callback): drop the tasks once the cluster has been gone for
-        a session timeout, give up after ``cluster.unavailable.timeout.ms``, resume once it is back."""
-        wd = self.watchdog
-        if wd is None or self._closing:
-            return
-        self._give_up_if_expired()
-        if wd.lost:
-            if not self._resume_pending:
-                self._drop_tasks(
-                    f"no broker of the Kafka cluster at {self.config.bootstrap_servers} answered for "
-                    f"{wd.unavailable_for:.0f} s",
-                    resume=True,
-                )
-            return
-        if not wd.reachable:
-            return
-        if self._resume_pending:
-            self._resume_pending = False
-            self._outages_seen = wd.outages
-            self.connection_log.reachable_again()
-            self._resume_after_outage()
-        elif wd.outages != self._outages_seen:
-            # a short outage (the tasks were kept): the broker may still have restarted without its topics
-            self._outages_seen = wd.outages
-            self.connection_log.reachable_again()
-            created = validate_topics(self.plan, self.client)
-            if created:
-                log.warning("the cluster had lost internal topic(s) %s: created them again", created)
-
-    def _give_up_if_expired(self) -> None:
-        wd = self.watchdog
-        if wd is not None and not self._closing and wd.expired:
-            raise ClusterUnavailableError(
-                f"no broker of the Kafka cluster at {self.config.bootstrap_servers} answered for "
-                f"{wd.unavailable_for:.0f} s (cluster.unavailable.timeout.ms="
-                f"{self.config.cluster_unavailable_timeout_ms}); giving up. Start the cluster (or raise "
-                "cluster.unavailable.timeout.ms) and restart the application"
-            )
+        if self.outage is not None:
+            self.outage.on_producer_stats(raw)
 
     def _wait_out_abandoned_commit(self, timeout_s: float) -> None:
         """The stream thread's turn while an abandoned offset commit holds the consumer (its tasks are
@@ -690,25 +598,18 @@ class StreamsApp(ProcessingLoop, RebalanceCallbacks, FailureAndShutdown):
         ended, which it does when the cluster answers."""
         self.committer.wait_for_abandoned(timeout_s)
         self._run_queries()
-        self._give_up_if_expired()
+        if self.outage is not None:
+            self.outage.give_up_if_expired()
 
-    def _drop_tasks(self, reason: str, *, resume: bool) -> None:
+    # -- OutageActions: the runtime's side of an outage's recovery (called on the stream thread) ----------
+    def drop_tasks(self, reason: str, *, resume: bool) -> None:
         """Kafka Streams' handleLostAll: close every active task without committing (its stores fall
         back to the last commit), discard what the producer still holds of the uncommitted work, and
         report REBALANCING until tasks are assigned again."""
         registry = self.registry
-        assert registry is not None
+        assert registry is not None and self.outage is not None
         keys = sorted(registry.tasks)
-        if resume:
-            self._resume_pending = True
-        if resume and keys:
-            log.warning(
-                "%s: closing tasks %s without committing; they resume from the last commit when the "
-                "cluster answers again (giving up after cluster.unavailable.timeout.ms=%d)",
-                reason,
-                keys,
-                self.config.cluster_unavailable_timeout_ms,
-            )
+        self.outage.tasks_dropping(reason, keys, resume=resume)
         collector = self.collector
         if not self.config.exactly_once and collector is not None and self.producer is not None:
             # records of uncommitted work are produced again when it is redone; delivered now they would
@@ -729,15 +630,19 @@ class StreamsApp(ProcessingLoop, RebalanceCallbacks, FailureAndShutdown):
         self._publish_assignment()
         self.lifecycle.transition(State.REBALANCING, strict=False)
 
-    def _resume_after_outage(self) -> None:
+    def check_topics(self) -> list[str]:
+        assert self.plan is not None and self.client is not None
+        return validate_topics(self.plan, self.client)
+
+    def resume_tasks(self) -> None:
         """The cluster answers again: check the topics (a broker may have lost them), then resume the
         partitions the consumer still holds from their committed offsets. When the group dropped this
         member meanwhile, the consumer rejoins by itself and ``_on_assign`` creates the tasks."""
-        assert self.plan is not None and self.registry is not None
-        created = validate_topics(self.plan, self.client)
+        assert self.registry is not None
+        created = self.check_topics()
         if created:
             log.warning("the cluster had lost internal topic(s) %s: created them again", created)
-        self._after_outage_producer()
+        self.replace_producer()
         assignment = self.consumer.assignment()
         log.info(
             "the Kafka cluster at %s answers again; %s",
@@ -763,7 +668,7 @@ class StreamsApp(ProcessingLoop, RebalanceCallbacks, FailureAndShutdown):
         self._reconcile_standbys()
         self.lifecycle.transition(State.RUNNING, strict=False)
 
-    def _after_outage_producer(self) -> None:
+    def replace_producer(self) -> None:
         """Exactly-once: start over with a new transactional producer, as Kafka Streams' handleLostAll
         does under exactly_once_v2. The open transaction outlived ``transaction.timeout.ms`` during the
         outage: the coordinator has aborted it and bumped the producer epoch, so the old producer is
@@ -779,7 +684,8 @@ class StreamsApp(ProcessingLoop, RebalanceCallbacks, FailureAndShutdown):
         except KafkaException as exc:
             raise StreamhouseError(f"could not initialise the transactional producer again: {exc}") from exc
         self.producer = producer
-        self._fenced_in_outage = False
+        if self.outage is not None:
+            self.outage.producer_replaced()
         collector, committer = self.collector, self.committer
         collector.replace_producer(producer)
         collector.first_error = None
@@ -797,10 +703,10 @@ class StreamsApp(ProcessingLoop, RebalanceCallbacks, FailureAndShutdown):
             data = orjson.loads(raw)
         except Exception:
             return
-        if self.watchdog is not None:
-            self.watchdog.observe_stats(data.get("brokers") or {})
+        if self.outage is not None:
+            self.outage.cluster.observe_stats(data.get("brokers") or {})
             try:
-                self._check_cluster()
+                self.outage.check()
             except BaseException as exc:
                 # raised by the loop after consume() returns, like a rebalance callback's error
                 if self._callback_error is None:

@@ -54,11 +54,9 @@ class RebalanceCallbacks:
         created = validate_topics(self.plan, self.client)
         if created:
             log.warning("internal topic(s) %s were missing: created them again", created)
-        if self._resume_pending:
+        if self.outage is not None:
             # back after an outage, and the group assigned partitions again: they start from the commit
-            self._resume_pending = False
-            self.connection_log.reachable_again()
-            self._after_outage_producer()
+            self.outage.assigned()
         keys = [
             k
             for k in registry.keys_for([(tp.topic, tp.partition) for tp in partitions])
@@ -144,18 +142,20 @@ class RebalanceCallbacks:
 
         With the cluster unreachable, aborting an open transaction would only block for its timeout:
         exactly-once starts over with a new transactional producer once the cluster answers again
-        (``_after_outage_producer``, from ``_resume_after_outage`` or the next ``_on_assign``)."""
+        (``replace_producer``, from ``resume_tasks`` or the next ``_on_assign``)."""
         log.warning(
             "lost partitions %s (session expired): closing their tasks without committing", partitions
         )
-        if self.watchdog is None or self.watchdog.reachable:
+        outage = self.outage
+        assert outage is not None
+        if outage.reachable:
             with contextlib.suppress(Exception):
                 self.committer.abort()
-            self._drop_tasks("partitions lost", resume=False)
+            self.drop_tasks("partitions lost", resume=False)
             # the broker may have restarted without its topics: check them before waiting to rejoin
-            self._resume_pending = True
+            outage.resume_pending = True
         else:
-            self._drop_tasks("partitions lost while the cluster is unreachable", resume=True)
+            self.drop_tasks("partitions lost while the cluster is unreachable", resume=True)
 
     def _publish_assignment(self) -> None:
         registry = self.registry

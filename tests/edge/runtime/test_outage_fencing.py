@@ -14,20 +14,38 @@ from __future__ import annotations
 
 from confluent_kafka import KafkaError, KafkaException
 
-from edge.runtime.app import StreamsApp
 from edge.runtime.commit import ProducerFencedError
-from edge.topology import Topology
+from edge.runtime.connectivity import ClusterWatchdog, ConnectionLogLimiter
+from edge.runtime.outage import OutageWatchdog
 
 
-def _app(guarantee: str) -> StreamsApp:
-    topology = Topology().add_source("in", "events").add_sink("out", "results", "in")
-    return StreamsApp(
-        topology,
-        {
-            "application.id": "fencing",
-            "bootstrap.servers": "127.0.0.1:9092",
-            "processing.guarantee": guarantee,
-        },
+class _NoActions:
+    """The runtime's side of a recovery: classification never calls it."""
+
+    def drop_tasks(self, reason: str, *, resume: bool) -> None:
+        raise AssertionError("not called")
+
+    def resume_tasks(self) -> None:
+        raise AssertionError("not called")
+
+    def check_topics(self) -> list[str]:
+        raise AssertionError("not called")
+
+    def replace_producer(self) -> None:
+        raise AssertionError("not called")
+
+
+def _outage(guarantee: str) -> OutageWatchdog:
+    """The stream thread's outage handling, as an instance with the default settings has it."""
+    return OutageWatchdog(
+        ClusterWatchdog(lost_after_s=45.0, give_up_after_s=300.0),
+        ConnectionLogLimiter(),
+        _NoActions(),
+        bootstrap_servers="127.0.0.1:9092",
+        exactly_once=guarantee == "exactly_once_v2",
+        transaction_timeout_ms=10_000,
+        cluster_unavailable_timeout_ms=300_000,
+        closing=lambda: False,
     )
 
 
@@ -52,41 +70,41 @@ def _zombie() -> ProducerFencedError:
 
 
 def test_the_old_producer_fenced_after_an_outage_is_task_migration() -> None:
-    app = _app("exactly_once_v2")
-    app._resume_pending = True  # the outage dropped the tasks; they resume when the cluster answers
-    assert app._fenced_by_outage(_fatal_fenced())
-    assert app._fenced_by_outage(_zombie())
+    outage = _outage("exactly_once_v2")
+    outage.resume_pending = True  # the outage dropped the tasks; they resume when the cluster answers
+    assert outage.fenced_by_outage(_fatal_fenced())
+    assert outage.fenced_by_outage(_zombie())
     # the stream thread's classification: drop the tasks and go on, as for any lost task
-    assert app._tasks_migrated(_fatal_fenced())
-    assert app._tasks_migrated(_zombie())
+    assert outage.tasks_migrated(_fatal_fenced())
+    assert outage.tasks_migrated(_zombie())
 
 
 def test_fencing_outside_an_outage_still_stops_the_zombie() -> None:
-    app = _app("exactly_once_v2")
-    assert not app._fenced_by_outage(_fatal_fenced())
-    assert not app._fenced_by_outage(_zombie())
-    assert not app._tasks_migrated(_zombie())  # re-raised: the instance stops (exit 3)
+    outage = _outage("exactly_once_v2")
+    assert not outage.fenced_by_outage(_fatal_fenced())
+    assert not outage.fenced_by_outage(_zombie())
+    assert not outage.tasks_migrated(_zombie())  # re-raised: the instance stops (exit 3)
 
 
 def test_other_errors_during_an_outage_are_not_taken_for_fencing() -> None:
-    app = _app("exactly_once_v2")
-    app._resume_pending = True
-    assert not app._fenced_by_outage(KafkaException(KafkaError(KafkaError._TIMED_OUT, "timed out")))
-    assert not app._fenced_by_outage(ValueError("a bug in a processor"))
+    outage = _outage("exactly_once_v2")
+    outage.resume_pending = True
+    assert not outage.fenced_by_outage(KafkaException(KafkaError(KafkaError._TIMED_OUT, "timed out")))
+    assert not outage.fenced_by_outage(ValueError("a bug in a processor"))
 
 
 def test_at_least_once_has_no_transactional_producer_to_fence() -> None:
-    app = _app("at_least_once")
-    app._resume_pending = True
-    assert not app._fenced_by_outage(_fatal_fenced())
+    outage = _outage("at_least_once")
+    outage.resume_pending = True
+    assert not outage.fenced_by_outage(_fatal_fenced())
 
 
 def test_the_fencing_is_logged_once_per_outage(caplog) -> None:  # type: ignore[no-untyped-def]
-    app = _app("exactly_once_v2")
-    app._resume_pending = True
-    with caplog.at_level("WARNING", logger="edge.runtime.app"):
+    outage = _outage("exactly_once_v2")
+    outage.resume_pending = True
+    with caplog.at_level("WARNING", logger="edge.runtime.outage"):
         for _ in range(3):
-            assert app._fenced_by_outage(_fatal_fenced())
+            assert outage.fenced_by_outage(_fatal_fenced())
     lines = [r.getMessage() for r in caplog.records if "was fenced" in r.getMessage()]
     assert len(lines) == 1, lines
     assert "transaction.timeout.ms=10000" in lines[0]
