@@ -41,6 +41,7 @@ from edge.serde import ValueAndTimestamp
 
 if TYPE_CHECKING:
     from edge.runtime.app import StreamsApp
+    from edge.runtime.stores import StoreProvider
 
 log = logging.getLogger(__name__)
 
@@ -57,8 +58,10 @@ class HttpError(Exception):
 
 
 class QueryServer:
-    def __init__(self, app: StreamsApp, host: str, port: int) -> None:
+    def __init__(self, app: StreamsApp, host: str, port: int, *, stores: StoreProvider) -> None:
         self.app = app
+        #: the instance's stores (read on the stream thread, through ``app.run_on_stream_thread``)
+        self.stores = stores
         handler = type("Handler", (_Handler,), {"server_app": app, "query": self})
         self._server = ThreadingHTTPServer((host, port), handler)
         self._server.daemon_threads = True
@@ -138,11 +141,9 @@ class QueryServer:
             return self._forward(owner.server, path)
 
         def lookup() -> tuple[bool, str, Any]:
-            registry = app.registry
-            active = registry.tasks.get((st, partition)) if registry is not None else None
-            if active is None:
+            s = self.stores.active_store(store, st, partition)
+            if s is None:
                 return False, "", None
-            s = active.task.stores[store]
             kind = win.store_kind(s)
             if kind == "key_value":
                 return True, kind, s.get(key)
@@ -208,10 +209,10 @@ class QueryServer:
         return 200, body
 
     def _global_store(self, store: str) -> Any:
-        gs = self.app.global_state
-        if gs is None or store not in gs.stores:
+        s = self.stores.global_store(store)
+        if s is None:
             raise HttpError(503, f"global store {store!r} is not loaded yet; retry")
-        return gs.stores[store]
+        return s
 
     def _forward(self, server: str, path_and_query: str) -> tuple[int, dict[str, Any]]:
         req = urllib.request.Request(f"http://{server}{path_and_query}", headers={FORWARDED_HEADER: "1"})
@@ -255,14 +256,10 @@ class QueryServer:
         app = self.app
 
         def local_scan() -> list[tuple[bytes, Any, Any]]:
-            stores = []
             if entry["global"]:
-                stores.append(self._global_store(store))
+                stores = [self._global_store(store)]
             else:
-                registry = app.registry
-                for (st, _p), active in sorted(registry.tasks.items()) if registry is not None else ():
-                    if st == entry["subtopology"] and store in active.task.stores:
-                        stores.append(active.task.stores[store])
+                stores = self.stores.active_stores(store, entry["subtopology"])
             out: list[tuple[bytes, Any, Any]] = []
             for s in stores:
                 if win.store_kind(s) == "versioned":

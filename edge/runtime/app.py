@@ -57,6 +57,7 @@ from edge.runtime.standby import StandbyManager
 from edge.runtime.state import Lifecycle, State, StateListener
 from edge.runtime.statedir import lock_state_dir, persisted_instance_id
 from edge.runtime.stats import CountingHandler, RuntimeStats, build_handler
+from edge.runtime.stores import TaskStoreProvider
 from edge.runtime.tasks import TaskFactory, TaskRegistry
 from edge.runtime.topics import (
     InternalTopicPartitionsError,
@@ -146,6 +147,8 @@ class StreamsApp(ProcessingLoop, RebalanceCallbacks, FailureAndShutdown):
         self.router: RecordRouter | None = None
         self.committer: Committer | None = None
         self.factory: TaskFactory | None = None
+        #: the stores of the active tasks and the global ones, for interactive queries and metrics
+        self.stores: TaskStoreProvider | None = None
         self._store_catalog: dict[str, dict[str, Any]] = {}
         #: sub-topologies that may have standby tasks (computed on first use)
         self._eligible_cache: set[int] | None = None
@@ -382,6 +385,7 @@ class StreamsApp(ProcessingLoop, RebalanceCallbacks, FailureAndShutdown):
         )
         self.global_state = None
         self.registry = TaskRegistry(self.plan.subtopology_of_topic(), cfg.max_task_idle_ms)
+        self.stores = TaskStoreProvider(self.registry, lambda: self.global_state)
         self.router = RecordRouter(
             self.registry,
             self._consumer_error,
@@ -404,7 +408,7 @@ class StreamsApp(ProcessingLoop, RebalanceCallbacks, FailureAndShutdown):
 
             host, port = cfg.server_host_port
             try:
-                self.http = QueryServer(self, cfg.http_bind_host, port)
+                self.http = QueryServer(self, cfg.http_bind_host, port, stores=self.stores)
             except OSError as exc:
                 raise StreamsConfigError(
                     f"cannot serve queries on {cfg.http_bind_host}:{port} ({exc.strerror}); pick another "

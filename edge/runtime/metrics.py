@@ -114,19 +114,19 @@ def render_metrics(app: StreamsApp) -> str:
     for outcome in ("delivered", "truncated", "failed"):
         dlq.add(dlq_outcomes.get(outcome, 0), **base, outcome=outcome)
     fams.append(dlq)
-    reg = app.registry
+    provider = app.stores
     dropped = MetricFamily(
         P + "dropped_records_total",
         "counter",
         "Records dropped by an active task: late for a closed window, invalid timestamp, null key or value "
         "where one is required (Kafka's task-level dropped-records; restarts at 0 when a task moves)",
     )
-    for (st, p), active in sorted(list(reg.tasks.items()) if reg is not None else []):
-        dropped.add(active.task.dropped_records, **base, task=f"{st}_{p}")
+    for (st, p), n in provider.dropped_records() if provider is not None else []:
+        dropped.add(n, **base, task=f"{st}_{p}")
     fams.append(dropped)
     fams.append(
         MetricFamily(P + "active_tasks", "gauge", "Active tasks").add(
-            len(reg) if reg is not None else 0, **base
+            provider.active_task_count() if provider is not None else 0, **base
         )
     )
     fams.append(

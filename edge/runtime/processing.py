@@ -173,18 +173,8 @@ class ProcessingLoop:
     def _housekeeping(self) -> None:
         stats = self.stats
         stats.tick_rate()
-        registry = self.registry
-        assert registry is not None
-        sizes: dict[tuple[str, str], int] = {}
-        for active in registry.tasks.values():
-            for name, store in active.task.stores.items():
-                with contextlib.suppress(Exception):
-                    sizes[(name, active.id)] = store.approximate_num_entries()
-        if self.global_state is not None:
-            for name, store in self.global_state.stores.items():
-                with contextlib.suppress(Exception):
-                    sizes[(name, "global")] = store.approximate_num_entries()
-        stats.store_sizes = sizes
+        assert self.stores is not None
+        stats.store_sizes = self.stores.store_sizes()
         self.reader.serve_idle()
         if self.standby is not None:
             stats.standby_store_sizes = self.standby.store_sizes()
