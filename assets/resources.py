@@ -43,12 +43,12 @@ class KafkaResource(ConfigurableResource):
     """Where the edge topics live. ``topic_prefix`` namespaces the logical topic names (tests, tenants)."""
 
     bootstrap_servers: str = Field(
-        default="", description="host:port[,...]; empty = recorded embedded broker"
+        default="", description="host:port[,...]; empty = the recorded local broker"
     )
     profile: str = Field(default=BrokerProfile.EMBEDDED.value, description="embedded | real")
     extra: dict[str, str] = Field(default_factory=dict, description="librdkafka properties for every client")
     topic_prefix: str = ""
-    state_dir: str = Field(default=".state", description="where the embedded broker is recorded")
+    state_dir: str = Field(default=".state", description="where the local broker is recorded")
 
     def client(self) -> KafkaClientConfig:
         servers = self.bootstrap_servers
@@ -58,8 +58,9 @@ class KafkaResource(ConfigurableResource):
             info = read_record(Path(self.state_dir))
             if info is None:
                 raise ResourceError(
-                    "KafkaResource has no bootstrap_servers and no embedded broker is recorded under "
-                    f"{self.state_dir}: run `streamhouse broker start` or set STREAMHOUSE_BOOTSTRAP_SERVERS"
+                    f"no local broker is recorded under {self.state_dir} and KafkaResource has no "
+                    "bootstrap_servers: start it with `streamhouse broker start`, or set "
+                    "STREAMHOUSE_BOOTSTRAP_SERVERS"
                 )
             servers = info.bootstrap_servers
         return KafkaClientConfig(servers, BrokerProfile(self.profile), dict(self.extra))

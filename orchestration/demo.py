@@ -13,10 +13,12 @@ picks up only the edge output, and the comparisons edge vs gold.
 
 Running it again adds a new batch: bronze resumes from the offsets in its Delta commits, the edge
 apps resume from their consumer groups. Only when the lake has read further into a topic than the
-topic holds (the embedded broker keeps data in memory, so a restarted one starts empty) do the lake and
-the topics disagree; the demo then starts over on what it owns (``reset_demo``: the lake's tables, their
-history in the Dagster instance, the edge apps' local state) and says so. On a configured cluster it
-stops with a message instead, and ``--reset`` starts over explicitly.
+topic holds (a memory-only Tansu broker was restarted, Kafka's data dir was deleted, a topic was
+recreated) do the lake and the topics disagree. The demo then stops before changing anything, with
+one line naming the topic, partition and offsets it found and what ``--reset`` would delete
+(``reset_targets``); it never deletes on its own, since the lake and the history in the Dagster
+instance may be all that is left of the data. ``--reset`` starts over on what it owns (``reset_demo``:
+the lake's tables, their history in the Dagster instance, the edge apps' local state).
 """
 
 from __future__ import annotations
@@ -174,6 +176,8 @@ def stale_topics(settings: Settings, client: KafkaClientConfig, prefix: str) -> 
 
     stale: list[str] = []
     for topic in BRONZE_TOPICS:
+    if started and (warning := settings.broker_fallback_warning()):
+        console.print(warning, style="yellow", markup=False)
         committed = committed_offsets(str(settings.lake_root / "bronze" / topic), f"{prefix}{topic}")
         if not any(committed.values()):
             continue
@@ -264,6 +268,26 @@ def _store(app: Any, store: str) -> list[dict[str, Any]]:
     """Every entry of ``store``, through the app's interactive-query HTTP server."""
     with urllib.request.urlopen(f"http://{app.advertised_server}/v1/stores/{store}/all?limit=10000000") as r:
         return list(json.loads(r.read())["entries"])
+
+
+def reset_targets(settings: Settings, instance: Any, prefix: str) -> str:
+    """What ``reset_demo`` would delete now, in one phrase (for the refusal that names ``--reset``)."""
+    from dagster import AssetKey
+
+    from assets.edge_apps import EDGE_APPS
+
+    parts: list[str] = []
+    tables = [name for name in (*LAYERS, "_plots") if (settings.lake_root / name).exists()]
+    if tables:
+        parts.append(f"{', '.join(tables)} under {settings.lake_root}")
+    keys = [k for k in instance.all_asset_keys() if isinstance(k, AssetKey) and k.path[0] in LAYERS]
+    if keys:
+        parts.append(f"the history of {len(keys)} assets in {settings.dagster_home}")
+    for app in EDGE_APPS:
+        path = settings.state_dir / "streams" / f"{prefix}{app.application_id}"
+        if path.exists():
+            parts.append(str(path))
+    return ", ".join(parts) or "nothing yet"
 
 
 def run_edge_revenue(
@@ -420,20 +444,16 @@ def run_demo(
             )
             with step("checking the lake against the topics"):
                 stale = stale_topics(settings, client, topic_prefix)
-            if stale and not reset and kafka.origin == "configured":
+            if stale and not reset:
+                # Never delete on our own: the lake and the instance's history may be all that is left.
                 raise DemoError(
-                    f"the lake at {settings.lake_root} has read further than the topics hold: "
-                    f"{'; '.join(stale)}. The topics were recreated; run `streamhouse demo --reset` to "
-                    "rebuild the demo's tables from them"
-                )
-            if stale or reset:
-                why = (
-                    "--reset"
-                    if reset
-                    else f"the broker lost the topics the lake came from ({'; '.join(stale)})"
+                    f"the lake at {settings.lake_root} has read further than the topics at "
+                    f"{client.bootstrap_servers} hold: {'; '.join(stale)}; the broker lost or recreated "
+                    "them, so nothing was changed. `streamhouse demo --reset` starts over from the topics "
+                    f"(deleting {reset_targets(settings, instance, topic_prefix)})"
                 )
                 removed = reset_demo(settings, instance, topic_prefix)
-                summary.add("Reset", f"{why}: starting over; removed {', '.join(removed) or 'nothing'}")
+                summary.add("Reset", f"--reset: starting over; removed {', '.join(removed) or 'nothing'}")
 
             if spark is None:
                 with step("starting Spark"):
@@ -514,6 +534,7 @@ def _compare(
         only_edge, only_gold = sorted(sessions - gold_rows), sorted(gold_rows - sessions)
         raise RuntimeError(
             f"the edge's sessions differ from gold/click_sessions: {len(only_edge)} only in the edge "
+            if reset:
             f"(e.g. {only_edge[:3]}), {len(only_gold)} only in gold (e.g. {only_gold[:3]})"
         )
     else:

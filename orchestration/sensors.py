@@ -7,7 +7,8 @@ ingest (``ingest_job`` or a bronze materialization) is queued or running. It ask
 watermarks only (on the embedded broker also the last record batch of each partition, whose reported
 end is off; no consumer group is joined), so it is cheap enough to be on by default; when it requests
 a run it also records an observation of each topic's offsets, so the topic assets stay current
-without a run of their own.
+without a run of their own. When it cannot reach Kafka the tick fails (``KafkaUnreachableError``, red in
+the UI with the address and ``streamhouse broker start``), rather than skipping as "0 runs requested".
 
 ``edge_apps_observer`` records an observation of each edge app (topology, stores, /metrics) when it
 starts, stops or makes progress, so the ``edge/<app>`` nodes show what runs without a run of their own.
@@ -19,6 +20,7 @@ condition is Python of ours; it replaced the ``bronze_to_daily`` multi-asset sen
 
 import hashlib
 import json
+import socket
 import time
 import warnings
 from collections.abc import Iterable, Mapping
@@ -51,6 +53,7 @@ from assets.kafka.assets import topic_data_version, topic_metadata
 from assets.kafka.keys import edge_app_key, topic_key
 from assets.kafka.offsets import TopicOffsets, topic_offsets
 from assets.resources import KafkaResource
+from edge.errors import StreamhouseError
 from orchestration.jobs import ingest_job
 
 RANGE_START_TAG = "dagster/asset_partition_range_start"
@@ -65,6 +68,32 @@ DEFAULT_MAX_WAIT_S = 300.0
 LAG_SENSOR = "kafka_lag_sensor"
 AUTOMATION_SENSOR = "daily_automation"
 EDGE_OBSERVER = "edge_apps_observer"
+
+
+class KafkaUnreachableError(StreamhouseError):
+    """The lag sensor cannot reach Kafka. Raised, not returned as a ``SkipReason``: the Dagster UI shows a
+    skipped tick as a grey "0 runs requested" with its reason in a hover tooltip only, while a failed tick
+    is a red "Failure" in the tick list and on the sensor's page with this message one click away."""
+
+
+#: Seconds to wait for a TCP connection to each bootstrap server before calling Kafka unreachable.
+CONNECT_TIMEOUT_S = 2.0
+UNREACHABLE_HINT = "start it with `streamhouse broker start`, or check bootstrap_servers"
+
+
+def unreachable_reason(bootstrap_servers: str, timeout_s: float = CONNECT_TIMEOUT_S) -> str | None:
+    """Why none of ``bootstrap_servers`` accepts a TCP connection (``[Errno 111] Connection refused``),
+    or None when one does. A refused port is known at once, where the Kafka client would retry until its
+    timeout and then report only ``_TRANSPORT``."""
+    errors: list[str] = []
+    for server in bootstrap_servers.split(","):
+        host, _, port = server.strip().rpartition(":")
+        try:
+            with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
+                return None
+        except (OSError, ValueError) as exc:
+            errors.append(str(exc) or type(exc).__name__)
+    return "; ".join(dict.fromkeys(errors)) or "no bootstrap servers"
 
 
 def range_tags(start: str, end: str) -> dict[str, str]:
@@ -185,9 +214,19 @@ def build_kafka_lag_sensor(
             return SkipReason(f"an ingest run ({busy}) is still in progress")
         physical = {kafka.topic(t): t for t in logical}
         try:
-            offsets = topic_offsets(kafka.client(), physical, timeout_s=5.0)
-        except Exception as exc:  # an unreachable broker is a reason to skip, not a failed tick
-            return SkipReason(f"Kafka not reachable: {exc}")
+            client = kafka.client()
+        except Exception as exc:  # no servers configured and no local broker recorded
+            raise KafkaUnreachableError(f"Kafka not reachable: {exc}") from None
+        servers = client.bootstrap_servers
+        refused = unreachable_reason(servers)
+        if refused is not None:
+            raise KafkaUnreachableError(f"Kafka not reachable at {servers}: {refused}; {UNREACHABLE_HINT}")
+        try:
+            offsets = topic_offsets(client, physical, timeout_s=5.0)
+        except Exception as exc:  # it accepted a connection but did not answer as Kafka
+            raise KafkaUnreachableError(
+                f"Kafka not reachable at {servers}: {exc}; {UNREACHABLE_HINT}"
+            ) from None
         decision = decide(
             LagCursor.parse(context.cursor),
             offsets,

@@ -20,10 +20,18 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from assets.spark.delta_jars import delta_jars
-from edge.broker.local import BrokerKind
+from edge.broker.local import BrokerKind, default_broker_kind
 from edge.errors import StreamhouseError
 from edge.kafka.profile import BrokerProfile, KafkaClientConfig, check_client_property
 
@@ -72,8 +80,11 @@ class Settings(BaseModel):
     #: ``embedded`` (Tansu's tuned client settings) or ``real`` (Kafka's defaults, any Kafka cluster).
     #: Unset: follows ``broker_kind`` (tansu → embedded, kafka → real).
     broker_profile: BrokerProfile = BrokerProfile.EMBEDDED
-    #: The local broker that `streamhouse broker start`, the demo, tests and benchmarks start:
-    #: ``tansu`` (embedded, in memory) or ``kafka`` (Apache Kafka from jars `make install` resolves).
+    #: The local broker that `streamhouse broker start`, the demo and the UI start and share: ``kafka``
+    #: (Apache Kafka from the jars `make install` resolves, topics on disk under ``state_dir``) or
+    #: ``tansu`` (embedded, topics in memory only). Unset, ``load_settings`` picks kafka where its jars
+    #: are installed, else tansu with a warning (``broker_fallback_warning``); a ``Settings`` built
+    #: directly (tests) keeps tansu.
     broker_kind: BrokerKind = BrokerKind.TANSU
     #: Required for ``real``; for ``embedded`` it defaults to the broker recorded under ``state_dir``.
     bootstrap_servers: str | None = None
@@ -81,6 +92,8 @@ class Settings(BaseModel):
     lake_root: Path = Path(".state/lake")
     spark_master: str = "local[*]"
     spark_conf: dict[str, str] = Field(default_factory=dict)
+    #: Why ``broker_kind`` fell back to tansu although unset (Apache Kafka is not installed), else None.
+    _broker_kind_fallback: str | None = PrivateAttr(default=None)
     #: Spark's native Delta path (delta-spark jars on the classpath). Unset: on exactly when `make install`
     #: resolved the jars into ``<state_dir>/jars/delta``; true/false set explicitly always wins.
     delta_jars_available: bool | None = None
@@ -138,6 +151,17 @@ class Settings(BaseModel):
         local_kafka = self.broker_kind is BrokerKind.KAFKA
         if self.broker_profile is BrokerProfile.REAL and not self.bootstrap_servers and not local_kafka:
             raise ValueError(
+    def broker_fallback_warning(self) -> str | None:
+        """One line to print when starting the local broker of a defaulted tansu kind: its topics are
+        lost on stop (then the demo finds the lake ahead of them), and what would keep them."""
+        if self._broker_kind_fallback is None:
+            return None
+        return (
+            f"warning: {self._broker_kind_fallback}; falling back to the embedded Tansu broker, whose "
+            "topics live in memory only (`streamhouse broker stop` loses them; set broker_kind: tansu "
+            "to choose it and silence this)"
+        )
+
                 "broker_profile=real needs bootstrap_servers (STREAMHOUSE_BOOTSTRAP_SERVERS=host:port), "
                 "or broker_kind=kafka for a local Apache Kafka"
             )
@@ -244,6 +268,12 @@ def _file_settings(path: Path) -> dict[str, Any]:
             data[section] = {str(k): str(v) for k, v in data[section].items()}
     return data
 
+    home = base or project_home(environ)
+    fallback: str | None = None
+    if raw.get("broker_kind") in (None, ""):
+        state_dir = Path(str(raw.get("state_dir") or Settings.model_fields["state_dir"].default))
+        kind, fallback = default_broker_kind(state_dir if state_dir.is_absolute() else home / state_dir)
+        raw["broker_kind"] = kind.value
 
 def load_settings(
     environ: Mapping[str, str] | None = None, config_file: Path | None = None, base: Path | None = None
@@ -271,4 +301,5 @@ def load_settings(
             f"{'.'.join(str(p) for p in err['loc']) or 'settings'}: {err['msg']}" for err in exc.errors()
         )
         raise SettingsError(f"invalid settings (from {source}): {problems}") from None
-    return settings.resolved(base or project_home(environ))
+    settings._broker_kind_fallback = fallback
+    return settings.resolved(home)

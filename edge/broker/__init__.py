@@ -1,5 +1,6 @@
-"""Local brokers for runs and tests: the embedded Kafka-compatible Tansu broker (the default) and a
-single-node Apache Kafka run from jars that ``make install`` resolves with Maven (``broker_kind: kafka``).
+"""Local brokers for runs and tests: a single-node Apache Kafka run from jars that ``make install``
+resolves with Maven (the default shared broker, topics on disk) and the embedded Kafka-compatible Tansu
+broker (topics in memory; the tests' default, and the fallback without Kafka's jars). See ``local``.
 
 Real deployments point ``bootstrap.servers`` at any Kafka cluster; this package only exists so that a
 fresh machine can run the whole platform with no Docker.

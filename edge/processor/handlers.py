@@ -11,10 +11,11 @@ import enum
 import logging
 import traceback
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from edge.errors import StreamhouseError
 from edge.processor.record import Headers
+from edge.processor.record_warnings import warn_record
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +96,37 @@ class ProcessingFailed(StreamhouseError):
         )
 
 
+#: Characters of an error's first line kept in a per-record warning (a JSON decoder's message can quote
+#: the whole payload; the dead-letter record and the error counters keep everything).
+ERROR_TEXT_LIMIT = 160
+
+
+def _short(exc: BaseException) -> str:
+    """The error in one line: its type and the first line of its message, bounded. A ``SerdeError``'s
+    reason without the position it appends (the warning names topic, partition and offset itself)."""
+    text = str(getattr(exc, "reason", None) or exc)
+    first = text.strip().split("\n", 1)[0]
+    if len(first) > ERROR_TEXT_LIMIT:
+        first = first[: ERROR_TEXT_LIMIT - 1] + "…"
+    return f"{type(exc).__name__}: {first}"
+
+
+def _skipping(error: ErrorContext) -> tuple[str, tuple[Any, ...]]:
+    """Kafka's ``Skipping record due to deserialization error. topic=[..] partition=[..] offset=[..]``
+    (``processing error`` for the other kind), then the task and the error in one short line."""
+    return (
+        "Skipping record due to %s error. topic=[%s] partition=[%s] offset=[%s] (task %s): %s",
+        (
+            error.kind.value,
+            error.topic,
+            error.partition,
+            error.offset,
+            error.task_id,
+            _short(error.exception),
+        ),
+    )
+
+
 def _describe(error: ErrorContext) -> str:
     return (
         f"{error.kind.value} error on {error.topic}-{error.partition}@{error.offset} "
@@ -111,10 +143,15 @@ class LogAndFailHandler:
 
 
 class LogAndContinueHandler:
-    """Skip the record after logging it (the record is lost, its offset is committed)."""
+    """Skip the record after logging it (the record is lost, its offset is committed).
+
+    The log is one short line per record kind, summarised (:mod:`edge.processor.record_warnings`): a
+    topic full of bad records must not flood the log, and the task's dropped-records metric (and the
+    runtime's error counters) count every one."""
 
     def handle(self, error: ErrorContext) -> ErrorResponse:
-        log.warning("%s; skipping the record", _describe(error))
+        msg, args = _skipping(error)
+        warn_record(log, f"Skipping record due to {error.kind.value} error", msg, *args)
         return CONTINUE
 
 
@@ -145,6 +182,13 @@ class DeadLetterQueueHandler:
             trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
             headers.append((HEADER_STACKTRACE, trace.encode()))
         # the send happens later (through the task's collector); the runtime logs its delivery report
-        log.warning("%s; routing it to dead-letter topic %s", _describe(error), self.topic)
+        msg, args = _skipping(error)
+        warn_record(
+            log,
+            f"Routing records to dead-letter topic {self.topic} after {error.kind.value} errors",
+            msg + "; routing it to dead-letter topic %s",
+            *args,
+            self.topic,
+        )
         letter = DeadLetter(self.topic, error.key, error.value, error.timestamp, headers)
         return ErrorResponse(ErrorAction.CONTINUE, [letter])

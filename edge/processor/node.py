@@ -130,7 +130,9 @@ class SinkProcessor(Processor):
             ) from exc
         from edge.processor.ops.dropped import skip_record
 
-        skip_record(ctx, f"a serialization error for {where} ({exc})")
+        skip_record(
+            ctx, f"a serialization error for {where} ({exc})", cause=f"a serialization error for {where}"
+        )
 
     def _process_fixed(self, record: Record) -> None:
         """``process`` for a fixed topic and the default partitioner (the common case)."""

@@ -30,6 +30,7 @@ from edge.processor.context import NodeContext
 from edge.processor.handlers import ErrorAction, ErrorContext, ErrorKind, ProcessingFailed
 from edge.processor.punctuation import PunctuationQueue, PunctuationSchedule
 from edge.processor.record import Headers, Record, RecordMetadata
+from edge.processor.record_warnings import RECORD_WARNINGS, warn_record
 from edge.processor.timestamps import ConsumedRecord, FailOnInvalidTimestamp, is_record_timestamp
 from edge.state import StoreContext, StoreMetrics
 
@@ -293,6 +294,7 @@ class StreamTask:
         if self._closed:
             return
         self._closed = True
+        RECORD_WARNINGS.report_pending()  # the skipped records counted but not yet in the log
         errors: list[BaseException] = []
         if dirty:
             for store in self.stores.values():
@@ -509,11 +511,12 @@ class StreamTask:
         except ProcessingFailed:
             raise
         except Exception as exc:
-            self.dropped_records += 1
-            self._handle(ErrorKind.DESERIALIZATION, exc, source.name)
+            self._handle(ErrorKind.DESERIALIZATION, exc, source.name)  # counts the dropped record
             return -1
         if ts < 0:
-            log.warning(
+            warn_record(
+                log,
+                "skipping records due to negative extracted timestamps",
                 "skipping record due to negative extracted timestamp: topic=%s partition=%d offset=%d "
                 "extracted timestamp=%d extractor=%s (task %s)",
                 topic,
@@ -639,6 +642,10 @@ class StreamTask:
             )
         if response.action is ErrorAction.FAIL:
             raise ProcessingFailed(error) from exc
+        if kind is ErrorKind.DESERIALIZATION:
+            # Kafka's RecordDeserializer: a record skipped after a deserialization error (log-and-continue,
+            # dead-letter queue) is a dropped record; the handler's log is summarised, the metric exact
+            self.dropped_records += 1
 
     # -- punctuation ----------------------------------------------------------------------------------
     def schedule(
@@ -769,4 +776,7 @@ class StreamTask:
         for store in self.stores.values():
             store.flush()
         self.commit_requested = False
+        # the per-record warnings counted since their last summary line, once their interval is over (a
+        # flood that stopped is reported now, not with the next skipped record, whenever that comes)
+        RECORD_WARNINGS.report_due()
         return {(topic, self.partition): off + 1 for topic, off in self._offsets.items()}

@@ -38,6 +38,7 @@ from typing import Any, Protocol
 
 from edge.errors import StreamhouseError
 from edge.processor.record import Headers
+from edge.processor.record_warnings import warn_record
 
 log = logging.getLogger(__name__)
 
@@ -111,7 +112,13 @@ class LogAndSkipOnInvalidTimestamp(FailOnInvalidTimestamp):
     counted in the task's ``dropped_records``)."""
 
     def on_invalid(self, record: ConsumedRecord, timestamp: int, partition_time: int) -> int:
-        log.warning("record %s has an invalid timestamp %d; it will be skipped", _where(record), timestamp)
+        warn_record(
+            log,
+            "records with an invalid timestamp skipped",
+            "record %s has an invalid timestamp %d; it will be skipped",
+            _where(record),
+            timestamp,
+        )
         return timestamp
 
 

@@ -292,7 +292,13 @@ class SegmentedBytesStore:
         segment_id = time // self.segment_interval_ms
         if segment_id < (self.observed_stream_time - self.retention_ms) // self.segment_interval_ms:
             self.expired_records += 1
-            log.warning(
+            # summarised per interval (a late batch writes many); imported here: the state layer is
+            # imported by the processor package, and only this path needs it
+            from edge.processor.record_warnings import warn_record
+
+            warn_record(
+                log,
+                "skipping writes for expired segments",
                 "skipping a write to store %s for an expired segment (time %d, stream time %d, "
                 "retention %d ms)",
                 self.name,

@@ -238,7 +238,11 @@ class VersionedBytesStore:
         when it is the latest) or ``PUT_RETURN_CODE_NOT_PUT`` when it is older than the retention."""
         if timestamp < self._min_readable():
             self.expired_writes += 1
-            log.warning(
+            from edge.processor.record_warnings import warn_record  # the warning path only
+
+            warn_record(
+                log,
+                "skipping writes older than a versioned store's history retention",
                 "skipping a write to versioned store %s older than its history retention "
                 "(timestamp %d, observed stream time %d, history retention %d ms)",
                 self.name,

@@ -1,4 +1,9 @@
-"""``streamhouse broker start|stop|status``: a local broker on 127.0.0.1 (embedded Tansu or Apache Kafka)."""
+"""``streamhouse broker start|stop|status``: a local broker on 127.0.0.1 (Apache Kafka or embedded Tansu).
+
+The recorded broker is the one the demo and the UI share, so by default it is Apache Kafka (topics on
+disk under the state dir, kept across stop/start) wherever `make install` resolved its jars; Tansu keeps
+topics in memory only, so stopping it empties them and the next demo finds the lake ahead of its topics.
+"""
 
 from __future__ import annotations
 
@@ -20,10 +25,11 @@ KIND_NAMES = {"tansu": "embedded broker", "kafka": "Apache Kafka broker"}
 
 @click.group()
 def broker() -> None:
-    """Run a local Kafka broker on 127.0.0.1: the embedded Tansu broker (default) or Apache Kafka.
+    """Run a local Kafka broker on 127.0.0.1: Apache Kafka (default where installed) or embedded Tansu.
 
-    Tansu keeps data in memory only (stopping it discards every topic); Apache Kafka (--kind kafka or
-    STREAMHOUSE_BROKER_KIND=kafka) keeps it under the state dir across restarts.
+    Apache Kafka keeps topics under the state dir across stop/start; Tansu (--kind tansu or
+    STREAMHOUSE_BROKER_KIND=tansu, and the fallback when Kafka's jars are missing) keeps them in memory
+    only, so stopping it discards every topic.
     """
 
 
@@ -33,11 +39,14 @@ def broker() -> None:
     "--kind",
     type=click.Choice([k.value for k in BrokerKind]),
     default=None,
-    help="tansu (embedded, in memory) or kafka (Apache Kafka, on disk); default: the broker_kind setting.",
+    help="kafka (Apache Kafka, on disk) or tansu (embedded, in memory); default: the broker_kind setting "
+    "(unset: kafka where `make install` resolved it, else tansu).",
 )
 def start(port: int | None, kind: str | None) -> None:
     """Start the broker in the background and record it under the state dir."""
     settings = load_settings()
+    if kind is None and (warning := settings.broker_fallback_warning()):
+        click.echo(warning, err=True)
     kind = kind or settings.broker_kind.value
     try:
         info = start_recorded_broker(settings.state_dir, port, kind=kind)
@@ -46,17 +55,23 @@ def start(port: int | None, kind: str | None) -> None:
         return
     click.echo(f"{KIND_NAMES[info.kind]} running at {info.bootstrap_servers} (pid {info.pid})")
     click.echo(f"  export STREAMHOUSE_BOOTSTRAP_SERVERS={info.bootstrap_servers}")
+    if info.kind != settings.broker_kind.value:
+        # other commands check the recorded broker against broker_kind and pick the client settings by it
+        click.echo(f"  export STREAMHOUSE_BROKER_KIND={info.kind}   # not the broker_kind setting")
     if info.kind == "kafka":
-        click.echo("  export STREAMHOUSE_BROKER_KIND=kafka   # clients use Kafka's default settings")
-        click.echo(f"  data: {info.data_dir}")
+        click.echo(f"  data: {info.data_dir} (kept across stop/start)")
     click.echo(f"  log: {info.log_path}")
 
 
 @broker.command()
 def stop() -> None:
-    """Stop the recorded broker (Tansu's in-memory data is discarded; Apache Kafka's is kept on disk)."""
+    """Stop the recorded broker (Apache Kafka's data is kept on disk; Tansu's in-memory topics are lost)."""
     info = stop_recorded_broker(load_settings().state_dir)
-    kept = f"; its data stays in {info.data_dir}" if info.kind == "kafka" else ""
+    kept = (
+        f"; its data stays in {info.data_dir}"
+        if info.kind == "kafka"
+        else "; its topics were in memory only and are gone"
+    )
     name = KIND_NAMES.get(info.kind, info.kind)
     click.echo(f"stopped the {name} at {info.bootstrap_servers} (pid {info.pid}){kept}")
 

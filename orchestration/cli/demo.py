@@ -17,7 +17,8 @@ import click
     "--reset",
     is_flag=True,
     help="Start over: delete the lake's tables, their history in the Dagster instance and the edge "
-    "apps' local state before the run (done anyway when the broker lost the topics the lake came from).",
+    "apps' local state before the run. Never done without it: when the lake has read further than the "
+    "topics hold (the broker lost them), the demo stops with exit 2 and says what it found.",
 )
 @click.option(
     "--stop-broker",
@@ -31,14 +32,16 @@ def demo(events: int, reset: bool, stop_broker: bool) -> None:
     running), unprefixed topics, the lake at STREAMHOUSE_LAKE_ROOT (default .state/lake) and the
     Dagster instance at STREAMHOUSE_DAGSTER_HOME (default .state/dagster). Running it again adds a new
     batch of events. A configured cluster (STREAMHOUSE_BOOTSTRAP_SERVERS) is used instead of the local
-    broker.
+    broker. Nothing is deleted without --reset.
     """
     import warnings
 
     # Dagster flags beta parameters on every definitions load; they are ours to track, not the user's.
     warnings.filterwarnings("ignore", message=".*is currently in beta.*")
     warnings.filterwarnings("ignore", message=".*is superseded and its usage is discouraged.*")
+    from orchestration.cli.topics import exit_1_when_records_are_lost
     from orchestration.demo import run_demo
     from orchestration.settings import load_settings
 
-    run_demo(load_settings(), events=events, reset=reset, stop_broker=stop_broker)
+    with exit_1_when_records_are_lost():  # sample events not delivered: `error:` (topic, partition), exit 1
+        run_demo(load_settings(), events=events, reset=reset, stop_broker=stop_broker)

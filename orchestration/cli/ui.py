@@ -50,6 +50,8 @@ def ui(port: int, host: str) -> None:
     if not settings.bootstrap_servers:
         info, alive = broker_status(settings.state_dir)
         if not alive:
+            if warning := settings.broker_fallback_warning():
+                click.echo(warning, err=True)
             info = start_recorded_broker(settings.state_dir, None, kind=settings.broker_kind.value)
             click.echo(f"started the local {info.kind} broker at {info.bootstrap_servers}")
     dagster_home = Path(settings.dagster_home)

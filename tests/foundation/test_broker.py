@@ -118,7 +118,12 @@ def test_missing_binary_override_is_a_clear_error(monkeypatch, tmp_path: Path) -
 
 
 def _cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {"PATH": "/usr/bin:/bin", "STREAMHOUSE_STATE_DIR": str(tmp_path / "state"), "HOME": str(tmp_path)}
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "STREAMHOUSE_STATE_DIR": str(tmp_path / "state"),
+        "HOME": str(tmp_path),
+        "STREAMHOUSE_BROKER_KIND": "tansu",  # the default is Apache Kafka where make install resolved it
+    }
     return subprocess.run(
         [sys.executable, "-m", "orchestration.cli.main", *args],
         capture_output=True,

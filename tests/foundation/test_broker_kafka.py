@@ -114,13 +114,15 @@ def test_local_broker_factory_follows_the_kind(monkeypatch) -> None:
     assert isinstance(local_broker(), EmbeddedBroker)
 
 
-def _cli(state: Path, *args: str, kind: str | None = None) -> subprocess.CompletedProcess[str]:
+def _cli(
+    state: Path, *args: str, kind: str | None = None, stdin: str | None = None, dist: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(state.parent),
         "STREAMHOUSE_STATE_DIR": str(state),
-        # the jars make install resolved (this test's state dir has none)
-        "STREAMHOUSE_KAFKA_DIST": str(resolve_kafka_distribution().home),
+        # the jars make install resolved (this test's state dir has none), or a directory without them
+        "STREAMHOUSE_KAFKA_DIST": str(dist or resolve_kafka_distribution().home),
     }
     if os.environ.get("JAVA_HOME"):
         env["JAVA_HOME"] = os.environ["JAVA_HOME"]
@@ -128,6 +130,7 @@ def _cli(state: Path, *args: str, kind: str | None = None) -> subprocess.Complet
         env["STREAMHOUSE_BROKER_KIND"] = kind
     return subprocess.run(
         [sys.executable, "-m", "orchestration.cli.main", *args],
+        input=stdin,
         capture_output=True,
         text=True,
         env=env,
@@ -139,20 +142,26 @@ def _cli(state: Path, *args: str, kind: str | None = None) -> subprocess.Complet
 @needs_kafka
 @pytest.mark.broker
 @pytest.mark.timeout(300)
-def test_cli_start_kind_kafka_status_restart_keeps_topics_stop(tmp_path: Path) -> None:
+def test_cli_default_broker_is_kafka_and_stop_start_keeps_topics_and_records(tmp_path: Path) -> None:
+    """`streamhouse broker stop` then `start` (what the README's walkthrough does between two demos)
+    must find the topics and their records again: the default broker keeps them under the state dir."""
     state = tmp_path / "state"
-    started = _cli(state, "broker", "start", "--kind", "kafka")
+    started = _cli(state, "broker", "start")
     assert started.returncode == 0, started.stderr
     assert "Apache Kafka broker running at 127.0.0.1:" in started.stdout
+    assert "warning" not in started.stderr, started.stderr
     try:
         info, alive = broker_status(state)
         assert alive and info is not None and info.kind == "kafka"
+        assert info.data_dir == str(state / "broker" / "kafka-data")
         status = _cli(state, "broker", "status")
         assert status.returncode == 0 and f"running at {info.bootstrap_servers} (kafka" in status.stdout
         again = _cli(state, "broker", "start", "--kind", "kafka")
         assert again.returncode == 0 and "already running" in again.stdout
-        created = _cli(state, "topics", "create", "kept", "-p", "2", kind="kafka")
+        created = _cli(state, "topics", "create", "kept", "-p", "2")
         assert created.returncode == 0, created.stderr
+        produced = _cli(state, "topics", "produce", "kept", "--key-separator", ":", stdin="a:1\nb:2\nc:3\n")
+        assert produced.returncode == 0, produced.stderr
         # a tansu-kind client must not silently talk to the recorded Kafka with Tansu's settings
         mismatch = _cli(state, "topics", "list", kind="tansu")
         assert mismatch.returncode == 2 and "STREAMHOUSE_BROKER_KIND=kafka" in mismatch.stderr
@@ -162,16 +171,31 @@ def test_cli_start_kind_kafka_status_restart_keeps_topics_stop(tmp_path: Path) -
     assert "stopped the Apache Kafka broker" in stopped.stdout and "data stays" in stopped.stdout
     assert _cli(state, "broker", "status").returncode == 1
 
-    # the kind from the setting; the data dir (and, being free, the port) are reused
-    restarted = _cli(state, "broker", "start", kind="kafka")
+    # the data dir (and, being free, the port) are reused: the topic and its records are back
+    restarted = _cli(state, "broker", "start")
     assert restarted.returncode == 0, restarted.stderr
     try:
         info2, alive = broker_status(state)
-        assert alive and info2 is not None and info2.port == info.port
-        listed = _cli(state, "topics", "list", kind="kafka")
-        assert listed.returncode == 0 and "kept" in listed.stdout, listed.stdout + listed.stderr
+        assert alive and info2 is not None and info2.kind == "kafka" and info2.port == info.port
+        listed = _cli(state, "topics", "list")
+        assert listed.returncode == 0 and "kept\t2" in listed.stdout, listed.stdout + listed.stderr
+        tailed = _cli(state, "topics", "tail", "kept", "--timeout", "5")
+        assert sorted(tailed.stdout.splitlines()) == ["a\t1", "b\t2", "c\t3"], tailed.stderr
     finally:
         assert _cli(state, "broker", "stop").returncode == 0
+
+
+def test_cli_without_kafka_falls_back_to_tansu_and_says_topics_live_in_memory(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    started = _cli(state, "broker", "start", dist=tmp_path / "no-kafka")
+    assert started.returncode == 0, started.stderr
+    try:
+        assert "embedded broker running at 127.0.0.1:" in started.stdout
+        [warning] = started.stderr.splitlines()
+        assert warning.startswith("warning: ") and "topics live in memory only" in warning
+    finally:
+        stopped = _cli(state, "broker", "stop", dist=tmp_path / "no-kafka")
+    assert stopped.returncode == 0 and "topics were in memory only" in stopped.stdout, stopped.stdout
 
 
 @needs_kafka
@@ -213,9 +237,29 @@ def test_install_without_maven_records_why_and_does_not_fail_the_install(tmp_pat
     assert strict.returncode == 1
 
 
+@needs_kafka
+def test_the_default_broker_is_apache_kafka_where_installed_else_tansu_with_a_warning(
+    monkeypatch, tmp_path: Path
+) -> None:
+    """The broker the CLI, the demo and the UI share keeps its topics (Tansu's live in memory only)."""
+    env = {"STREAMHOUSE_STATE_DIR": str(tmp_path / "state")}
+    monkeypatch.setenv("STREAMHOUSE_KAFKA_DIST", str(resolve_kafka_distribution().home))
+    installed = load_settings(env)
+    assert installed.broker_kind is BrokerKind.KAFKA and installed.broker_profile is BrokerProfile.REAL
+    assert installed.broker_fallback_warning() is None
+    monkeypatch.setenv("STREAMHOUSE_KAFKA_DIST", str(tmp_path / "no-kafka"))
+    missing = load_settings(env)
+    assert missing.broker_kind is BrokerKind.TANSU and missing.broker_profile is BrokerProfile.EMBEDDED
+    warning = missing.broker_fallback_warning() or ""
+    assert warning.startswith("warning: ") and "\n" not in warning
+    assert "not installed" in warning and "topics live in memory only" in warning
+    # an explicit kind is never second-guessed, nor warned about
+    explicit = load_settings({**env, "STREAMHOUSE_BROKER_KIND": "tansu"})
+    assert explicit.broker_kind is BrokerKind.TANSU and explicit.broker_fallback_warning() is None
+
+
 def test_broker_kind_picks_the_client_profile() -> None:
-    assert load_settings({}).broker_kind is BrokerKind.TANSU
-    assert load_settings({}).broker_profile is BrokerProfile.EMBEDDED
+    assert load_settings({"STREAMHOUSE_BROKER_KIND": "tansu"}).broker_profile is BrokerProfile.EMBEDDED
     kafka = load_settings({"STREAMHOUSE_BROKER_KIND": "kafka"})
     assert kafka.broker_kind is BrokerKind.KAFKA and kafka.broker_profile is BrokerProfile.REAL
     # an explicit profile always wins
@@ -225,7 +269,7 @@ def test_broker_kind_picks_the_client_profile() -> None:
         load_settings({"STREAMHOUSE_BROKER_KIND": "zookeeper"})
     # real without servers is still an error for Tansu, but not for a local Apache Kafka
     with pytest.raises(SettingsError, match="needs bootstrap_servers"):
-        load_settings({"STREAMHOUSE_BROKER_PROFILE": "real"})
+        load_settings({"STREAMHOUSE_BROKER_PROFILE": "real", "STREAMHOUSE_BROKER_KIND": "tansu"})
     assert load_settings({"STREAMHOUSE_BROKER_PROFILE": "real", "STREAMHOUSE_BROKER_KIND": "kafka"})
 
 

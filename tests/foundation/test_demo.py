@@ -6,20 +6,26 @@ session's broker with a unique topic prefix, and a temporary lake, state dir and
 
 from __future__ import annotations
 
+import json
+import os
+import time
 import uuid
+from dataclasses import asdict
 from datetime import date
 from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
-from dagster import AssetKey, DagsterInstance
+from dagster import AssetKey, AssetMaterialization, DagsterInstance
 
 from assets.bronze.ingest import app_id, ingest_topic
 from assets.delta import AppTransaction
 from assets.delta.arrow_writer import write_delta_arrow
 from assets.delta.reader import read_arrow
+from edge.broker import BrokerInfo, BrokerKind
 from edge.kafka import KafkaClientConfig, TopicSpec, create_topics
-from orchestration.demo import DemoError, reset_demo, run_demo, stale_topics
+from orchestration.cli.main import main
+from orchestration.demo import DemoError, run_demo, stale_topics
 from orchestration.resources import ExistingSparkResource
 from orchestration.settings import Settings, load_settings
 
@@ -80,9 +86,23 @@ def test_demo_end_to_end(kafka_broker: KafkaClientConfig, spark, tmp_path: Path)
         instance.dispose()
 
 
+def _record_session_broker(settings: Settings, kafka_broker: KafkaClientConfig, kind: BrokerKind) -> None:
+    """Record the session's broker as the local broker (alive: this process's pid), as `streamhouse
+    broker start` would after a restart, so the demo reuses it instead of a configured cluster."""
+    host, port = kafka_broker.bootstrap_servers.split(",")[0].rsplit(":", 1)
+    info = BrokerInfo(os.getpid(), host, int(port), time.time(), "", "the session's broker", kind.value)
+    record = settings.state_dir / "broker" / "broker.json"
+    record.parent.mkdir(parents=True, exist_ok=True)
+    record.write_text(json.dumps(asdict(info)))
+
+
 @pytest.mark.broker
-def test_a_lake_ahead_of_its_topics_is_detected_and_reset(kafka_broker: KafkaClientConfig, tmp_path: Path):
-    """A restarted memory-only broker has new, empty topics while bronze remembers old offsets."""
+def test_a_lake_ahead_of_its_topics_is_never_wiped_without_reset(
+    kafka_broker: KafkaClientConfig, broker_kind: BrokerKind, tmp_path: Path, monkeypatch, capsys
+):
+    """A restarted memory-only broker has new, empty topics while bronze remembers old offsets: the demo
+    used to delete every table and the history of 18 assets on its own. Now it stops (exit 2) and says
+    what it found; only `--reset` starts over."""
     settings = _settings(kafka_broker, tmp_path)
     prefix = f"stale-{uuid.uuid4().hex[:8]}."
     orders = f"{prefix}orders"
@@ -91,6 +111,7 @@ def test_a_lake_ahead_of_its_topics_is_detected_and_reset(kafka_broker: KafkaCli
     for i in range(3):
         producer.produce(orders, key=b"c-1", value=b'{"order_id": "o-%d"}' % i)
     assert producer.flush(30) == 0
+    del producer  # not reconnecting to the session's broker after it stopped
     uri = str(settings.lake_root / "bronze" / "orders")
     assert ingest_topic(kafka_broker, orders, uri, eof_timeout_s=30, show_progress=False).records == 3
     assert stale_topics(settings, kafka_broker, prefix) == []
@@ -107,17 +128,69 @@ def test_a_lake_ahead_of_its_topics_is_detected_and_reset(kafka_broker: KafkaCli
         f"{orders} (partition 0 ends at 3, bronze read to 1000)",
         f"{prefix}clicks (missing; bronze read 7 records)",
     ]
-
-    # On a configured cluster the demo stops before touching anything and names the way out.
-    instance = DagsterInstance.ephemeral()
-    with pytest.raises(DemoError, match=r"streamhouse demo --reset"):
-        run_demo(settings, events=10, topic_prefix=prefix, instance=instance)
-    assert (settings.lake_root / "bronze" / "orders" / "_delta_log").is_dir()
-
-    # The reset removes what the demo owns: the lake's tables and the edge apps' local state.
+    settings.dagster_home.mkdir(parents=True)
+    instance = DagsterInstance.from_config(str(settings.dagster_home))
+    bronze_orders = AssetKey(["bronze", "orders"])
+    instance.report_runless_asset_event(AssetMaterialization(bronze_orders))
     state = settings.state_dir / "streams" / f"{prefix}revenue"
     state.mkdir(parents=True)
-    removed = reset_demo(settings, instance, prefix)
-    assert str(settings.lake_root / "bronze") in removed and str(state) in removed
-    assert not (settings.lake_root / "bronze").exists() and not state.exists()
+    lake = settings.lake_root
+
+    def untouched() -> bool:
+        kept = (lake / "bronze" / "orders" / "_delta_log").is_dir() and state.is_dir()
+        return kept and instance.get_latest_materialization_event(bronze_orders) is not None
+
+    # On a configured cluster and on the recorded local broker alike, the demo stops before touching
+    # anything, says what it found and names the way out with what it would delete.
+    for origin in ("configured", "recorded"):
+        run_settings = settings
+        if origin == "recorded":
+            _record_session_broker(settings, kafka_broker, broker_kind)
+            run_settings = settings.model_copy(update={"bootstrap_servers": None, "broker_kind": broker_kind})
+        with pytest.raises(DemoError) as refused:
+            run_demo(run_settings, events=10, topic_prefix=prefix, instance=instance)
+        message = str(refused.value)
+        assert "\n" not in message
+        assert f"{orders} (partition 0 ends at 3, bronze read to 1000)" in message
+        assert "`streamhouse demo --reset` starts over" in message
+        assert f"bronze under {lake}" in message and "the history of 1 assets" in message
+        assert str(state) in message
+        assert untouched(), origin
+
+    # The command: exit 2 and one `error:` line. The CLI's demo reads unprefixed topics, so the lake
+    # also claims far more of `clicks` than any topic of the session's broker holds.
+    write_delta_arrow(
+        one, clicks_uri, mode="append", app_transactions=[AppTransaction(app_id("clicks", 0), 10**9)]
+    )
+    for name, value in {
+        "STREAMHOUSE_LAKE_ROOT": lake,
+        "STREAMHOUSE_STATE_DIR": settings.state_dir,
+        "STREAMHOUSE_DAGSTER_HOME": settings.dagster_home,
+        "STREAMHOUSE_BROKER_KIND": broker_kind.value,
+    }.items():
+        monkeypatch.setenv(name, str(value))
+    monkeypatch.delenv("STREAMHOUSE_BOOTSTRAP_SERVERS", raising=False)
+    monkeypatch.delenv("STREAMHOUSE_BROKER_PROFILE", raising=False)
+    cli_state = settings.state_dir / "streams" / "revenue"  # the CLI's edge app state
+    cli_state.mkdir(parents=True)
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exited:
+        main(["demo", "--events", "10"])
+    assert exited.value.code == 2
+    [error] = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert error.startswith("error: the lake at ") and "bronze read" in error
+    assert "`streamhouse demo --reset` starts over" in error
+    assert untouched() and cli_state.is_dir()
+
+    # --reset starts over: it deletes what the demo owns before producing (stopped right after here).
+    def stop_here(_settings: Settings) -> None:
+        raise DemoError("stopped after the reset")
+
+    monkeypatch.setattr("orchestration.demo._quiet_spark", stop_here)
+    with pytest.raises(SystemExit) as exited:
+        main(["demo", "--events", "10", "--reset"])
+    assert exited.value.code == 2 and "stopped after the reset" in capsys.readouterr().err
+    assert not (lake / "bronze").exists() and not cli_state.exists()
+    assert instance.get_latest_materialization_event(bronze_orders) is None
     assert stale_topics(settings, kafka_broker, prefix) == []
+    instance.dispose()

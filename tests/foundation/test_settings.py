@@ -16,7 +16,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_defaults_are_local_and_absolute(tmp_path: Path) -> None:
     settings = load_settings({}, base=tmp_path)
-    assert settings.broker_profile is BrokerProfile.EMBEDDED
+    # the profile follows the default broker kind (Apache Kafka where installed, else Tansu)
+    expected = BrokerProfile.REAL if settings.broker_kind.value == "kafka" else BrokerProfile.EMBEDDED
+    assert settings.broker_profile is expected
     assert settings.spark_master == "local[*]"
     assert settings.lake_root == tmp_path / ".state" / "lake"
     assert settings.state_dir.is_absolute() and settings.dagster_home.is_absolute()
@@ -62,7 +64,10 @@ def test_real_profile_passes_security_settings_through() -> None:
         ({"STREAMHOUSE_LAKEROOT": "/x"}, "unknown setting STREAMHOUSE_LAKEROOT"),
         ({"STREAMHOUSE_BOOTSTRAP_SERVERS": "localhost"}, "bootstrap_servers"),
         ({"STREAMHOUSE_BROKER_PROFILE": "kraft"}, "broker_profile"),
-        ({"STREAMHOUSE_BROKER_PROFILE": "real"}, "broker_profile=real needs bootstrap_servers"),
+        (
+            {"STREAMHOUSE_BROKER_PROFILE": "real", "STREAMHOUSE_BROKER_KIND": "tansu"},
+            "broker_profile=real needs bootstrap_servers",
+        ),
         ({"STREAMHOUSE_DELTA_JARS_AVAILABLE": "perhaps"}, "delta_jars_available"),
         ({"STREAMHOUSE_SPARK_MASTER": " "}, "spark_master"),
         ({"STREAMHOUSE_SPARK_CONF": "a=b"}, "STREAMHOUSE_SPARK_CONF"),

@@ -160,3 +160,29 @@ def test_thresholds_come_from_the_settings(tmp_path) -> None:
     assert "at least 500" in description and "once 60s passed" in description
     with pytest.raises(SettingsError, match="lag_min_records"):
         load_settings({"STREAMHOUSE_LAG_MIN_RECORDS": "0"}, base=tmp_path)
+
+
+def test_unreachable_kafka_fails_the_tick_saying_where_and_what_to_do(tmp_path) -> None:
+    """The UI shows a skipped tick as a grey "0 runs requested" (its reason only in a hover tooltip) and
+    a failed one as a red "Failure" with its error one click away: an unreachable broker must fail."""
+    import socket
+
+    from orchestration.sensors import KafkaUnreachableError
+
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    sensor = build_kafka_lag_sensor(TOPICS)
+    down = KafkaResource(bootstrap_servers=f"127.0.0.1:{port}", profile="real")
+    started = time.monotonic()
+    with pytest.raises(KafkaUnreachableError) as raised:
+        _tick(sensor, down, None)
+    message = str(raised.value)
+    assert message.startswith(f"Kafka not reachable at 127.0.0.1:{port}: ")
+    assert "start it with `streamhouse broker start`" in message
+    assert time.monotonic() - started < 5, "a refused connection is known at once"
+
+    # No bootstrap servers and no recorded local broker: the same failure, naming the state dir.
+    unrecorded = KafkaResource(bootstrap_servers="", state_dir=str(tmp_path / "state"))
+    with pytest.raises(KafkaUnreachableError, match=r"Kafka not reachable: no local broker is recorded"):
+        _tick(sensor, unrecorded, None)

@@ -30,6 +30,7 @@ from typing import Any, NamedTuple
 from edge.errors import SerdeError
 from edge.processor.api import Processor, ProcessorContext
 from edge.processor.context import forward_all
+from edge.processor.ops.dropped import skip_record
 from edge.processor.record import Record
 
 log = logging.getLogger(__name__)
@@ -188,21 +189,9 @@ def emit_interval_of(context: Any) -> int:
 
 
 def record_dropped(context: Any, reason: str) -> None:
-    """Log a skipped record with its position and count it in the task's dropped-records counter."""
-    task = _task_of(context)
-    if task is not None and hasattr(task, "dropped_records"):
-        task.dropped_records += 1
-    topic = getattr(context, "topic", None)
-    if topic is None:
-        log.warning("Skipping record due to %s. Topic, partition, and offset not known.", reason)
-    else:
-        log.warning(
-            "Skipping record due to %s. topic=[%s] partition=[%s] offset=[%s]",
-            reason,
-            topic,
-            context.partition,
-            context.offset,
-        )
+    """Log a skipped record with its position and count it in the task's dropped-records counter (the
+    log summarised per reason, see :mod:`edge.processor.record_warnings`)."""
+    skip_record(context, reason, logger=log)
 
 
 # -- processors ------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from edge.processor.context import forward_all
 from edge.processor.ops.dropped import skip_record
 from edge.processor.ops.forwarder import TableEmitter
 from edge.processor.record import Change, Record
+from edge.processor.record_warnings import warn_record
 
 log = logging.getLogger(__name__)
 _new = object.__new__
@@ -49,7 +50,9 @@ class KTableSource(Processor):
         old = self._get(key)
         if old is not None and record.timestamp < old[1]:
             ctx = self.context
-            log.warning(
+            warn_record(
+                log,
+                "Detected out-of-order KTable updates",
                 "Detected out-of-order KTable update for %s, old timestamp=[%s] new timestamp=[%s]. "
                 "topic=[%s] partition=[%s] offset=[%s].",
                 self._store_name,

@@ -8,7 +8,9 @@ Kafka's rules, kept exactly:
 * each processor tracks its own observed stream time (the largest timestamp it saw; not restored on a
   restart, as in Kafka) and a window closes once ``observed - grace`` reaches its end;
 * a record for a closed window is dropped with a warning naming key, timestamp, window, expiration and
-  stream time, and counted in the task's ``dropped_records``;
+  stream time, and counted in the task's ``dropped_records``; the warnings of a late batch are
+  summarised (the first as Kafka logs it, then one line per interval, see
+  :mod:`edge.processor.record_warnings`), the metric counts every record;
 * on update, a window's result carries the largest timestamp of its records; with caching the cache
   forwards collapsed updates on flush (old values included), without it every update is forwarded;
 * on window close, closed windows are fetched by time range once the close time progresses (throttled by
@@ -33,6 +35,7 @@ from typing import Any
 from edge.processor.api import Processor, ProcessorContext
 from edge.processor.context import forward_all
 from edge.processor.record import Change, Headers, Record
+from edge.processor.record_warnings import warn_record
 from edge.serde import ValueAndTimestamp
 from edge.serde.windowed import Window, Windowed
 
@@ -69,7 +72,7 @@ def _where(context: ProcessorContext) -> str:
 
 
 def log_skipped_null_key(context: ProcessorContext, what: str = "null key") -> None:
-    log.warning("Skipping record due to %s. %s", what, _where(context))
+    warn_record(log, f"Skipping record due to {what}", "Skipping record due to %s. %s", what, _where(context))
     count_dropped(context)
 
 
@@ -139,8 +142,11 @@ class WindowedAggregateProcessor(Processor):
 
     # -- late records -----------------------------------------------------------------------------------
     def log_expired(self, key: Any, timestamp: int, window_expire: int, window: str) -> None:
-        # Kafka's message, then the key (Kafka's does not name it; an operator wants it)
-        log.warning(
+        # Kafka's message, then the key (Kafka's does not name it; an operator wants it); summarised per
+        # interval (a late batch is one line per 10 s, not one per record), counted record by record
+        warn_record(
+            log,
+            "Skipping record for expired window",
             "Skipping record for expired window. %s timestamp=[%d] window=%s expiration=[%d] streamTime=[%d] "
             "key=[%s]",
             _where(self.context),
