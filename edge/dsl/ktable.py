@@ -289,11 +289,12 @@ class KTable:
         return suppress(self, suppressed)
 
     def group_by(
-        self, selector: Callable[[Any, Any], tuple[Any, Any]], grouped: Grouped | None = None
+        self, selector: Callable[[Any, Any], tuple[Any, Any] | None], grouped: Grouped | None = None
     ) -> KGroupedTable:
         """Re-key rows with ``selector(key, value) -> (new_key, new_value)`` for a table aggregation.
 
-        The selector must return a pair; anything else fails the record with an error naming the
+        The selector returns a pair, or None to leave the row out; a pair with a null key is left out
+        too (both silently, as in Kafka). Anything else fails the record with an error naming the
         operator (a 2-character string would otherwise unpack into a key and a value). ``Grouped.as_``
         names the select processor and the repartition topic, as in Kafka. The table is made to send
         old values (and so materialized, if it is a source table): the aggregation subtracts them."""

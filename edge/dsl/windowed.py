@@ -144,6 +144,9 @@ class _WindowedStream:
         metadata_store: str | None = None
         if emit_final:
             spec.caching_enabled = False  # results leave through the emit-final fetch, never a cache flush
+            # Kafka's default store for ON_WINDOW_CLOSE time windows is its time-ordered RocksDB store
+            # (its in-memory one is key-first)
+            spec.time_ordered = spec.kind == "window" and spec.persistent
             metadata_store = f"{store_name}{EMIT_METADATA_SUFFIX}"
             stores.append(metadata_store)
             new_stores.append(

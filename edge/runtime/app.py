@@ -237,6 +237,7 @@ class StreamsApp(ProcessingLoop, RebalanceCallbacks, FailureAndShutdown):
                 "logger": self.connection_log,
                 "error_cb": self.connection_log.on_error,
             },
+            cfg.client_overrides("admin"),
         )
         self.client = client
         self.plan = plan_topics(

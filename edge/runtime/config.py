@@ -283,7 +283,12 @@ class StreamsConfig:
         return _parse_server("application.server", self.application_server)
 
     def client(self) -> KafkaClientConfig:
-        return KafkaClientConfig(self.bootstrap_servers, BrokerProfile(self.broker_profile), dict(self.kafka))
+        return KafkaClientConfig(
+            self.bootstrap_servers,
+            BrokerProfile(self.broker_profile),
+            dict(self.kafka),
+            self.client_overrides("admin"),
+        )
 
     @property
     def app_state_dir(self) -> Path:

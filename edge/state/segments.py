@@ -163,10 +163,16 @@ class SegmentedBytesStore:
         time_of: Callable[[bytes], int],
         persistent: bool = True,
         segment_interval_ms: int | None = None,
+        time_first: bool = False,
     ) -> None:
         self.name = name
         self.persistent = persistent
         self.retention_ms = retention_ms
+        #: Kafka's time-ordered window store (``TimeFirstWindowKeySchema``, what an ON_WINDOW_CLOSE
+        #: aggregation gets) keeps a window readable until ``start < observedStreamTime - retention``,
+        #: one millisecond longer than the key-first stores' ``+ 1`` bound (Kafka's own comment: with
+        #: retention = grace the ``+ 1`` would leave no window to emit)
+        self.time_first = time_first
         self.segment_interval_ms = segment_interval_ms or default_segment_interval(retention_ms)
         self.time_of = time_of
         self.observed_stream_time = -1
@@ -269,8 +275,9 @@ class SegmentedBytesStore:
 
     # -- time and segments -------------------------------------------------------------------------
     def min_live_time(self) -> int:
-        """The oldest key time still readable (Kafka: ``observedStreamTime - retention + 1``)."""
-        return self.observed_stream_time - self.retention_ms + 1
+        """The oldest key time still readable (Kafka: ``observedStreamTime - retention + 1``, or without
+        the ``+ 1`` for a time-first store)."""
+        return self.observed_stream_time - self.retention_ms + (0 if self.time_first else 1)
 
     def _observe(self, time: int) -> None:
         if time > self.observed_stream_time:

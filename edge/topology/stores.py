@@ -42,6 +42,9 @@ class StoreSpec:
     retain_duplicates: bool = False
     #: versioned stores only (kind "versioned", ``retention_ms`` = history retention); None = Kafka's default
     segment_interval_ms: int | None = None
+    #: window stores only: Kafka's time-ordered store (an ON_WINDOW_CLOSE aggregation's), whose windows
+    #: expire at ``start < stream time - retention`` instead of the key-first ``+ 1`` bound
+    time_ordered: bool = False
 
     def to_builder(self, config: StreamsConfig) -> StoreBuilder:
         value_serde = self.value_serde or config.default_value_serde
@@ -84,6 +87,7 @@ class StoreSpec:
                 logging=self.logging_enabled,
                 caching=self.caching_enabled,
                 changelog_config=self.changelog_config,
+                time_ordered=self.time_ordered,
             )
         return key_value_store_builder(
             self.name,

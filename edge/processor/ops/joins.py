@@ -22,8 +22,10 @@ class KStreamTableJoin(Processor):
 
     ``key_selector`` (global tables) maps the stream record to the table key; the output keeps the
     stream key and timestamp. Inner joins drop records without a match; left joins call the joiner with
-    ``None``. Records whose lookup key or value is null are skipped and counted as dropped (a left join
-    still emits a record whose own key is null, as Kafka Streams does since 3.7).
+    ``None``. Records whose value is null are skipped and counted as dropped, and so are an inner
+    join's records whose lookup key is null; a left join joins a record whose lookup key is null with a
+    null table value (Kafka 4.1, KAFKA-19208: the key selector of a global table join may answer null
+    for "no match", and the left join must not lose the record).
     """
 
     def __init__(
@@ -45,12 +47,12 @@ class KStreamTableJoin(Processor):
         self._forward = forward_all(context)
 
     def process(self, record: Record) -> None:
-        """Kafka's ``KStreamKTableJoinProcessor.maybeDropRecord`` + ``doJoin``: a null value, or a null
-        lookup key, is skipped (logged, counted), except that a left join keeps a record whose own key
-        is null (it joins nothing)."""
+        """Kafka's ``KStreamKTableJoinProcessor.maybeDropRecord`` + ``doJoin``: a null value, or an inner
+        join's null lookup key, is skipped (logged, counted); a left join's null lookup key (its own
+        null key, for a KTable) joins nothing."""
         key, value = record.key, record.value
         lookup = key if self._key_selector is None else self._key_selector(key, value)
-        if not (self._left and key is None and value is not None) and (lookup is None or value is None):
+        if value is None or (lookup is None and not self._left):
             skip_record(self.context, "null join key or value")
             return
         vt = None if lookup is None else self._get(lookup)

@@ -157,7 +157,9 @@ class KTableRepartitionMap(Processor):
     """``KTable.group_by``: re-keys both halves of a change so aggregations can subtract and add.
 
     When the old and new rows map to the same key one change carries both; otherwise the old value goes
-    (as a subtraction) to the old key first, then the new value to the new key.
+    (as a subtraction) to the old key first, then the new value to the new key. A selector answering
+    None, or a pair with a null key or value, skips that half silently, as Kafka's
+    ``KTableRepartitionMap`` does (a null is how a Java selector says "not grouped").
     """
 
     def __init__(
@@ -170,8 +172,10 @@ class KTableRepartitionMap(Processor):
         self.context = context
         self._forward = forward_all(context)
 
-    def _select(self, key: Any, value: Any) -> tuple[Any, Any]:
+    def _select(self, key: Any, value: Any) -> tuple[Any, Any] | None:
         pair = self._selector(key, value)
+        if pair is None:
+            return None
         if not isinstance(pair, (tuple, list)) or len(pair) != 2:
             raise TypeError(
                 f"KTable.group_by ({self._name}): the selector must return a (key, value) pair, "
