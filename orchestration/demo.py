@@ -101,6 +101,8 @@ def _kafka(settings: Settings, stop_broker: bool) -> Iterator[KafkaUse]:
     from edge.broker.embedded import ensure_recorded_broker, stop_recorded_broker
 
     info, started = ensure_recorded_broker(settings.state_dir, kind=settings.broker_kind.value)
+    if started and (warning := settings.broker_fallback_warning()):
+        console.print(warning, style="yellow", markup=False)
     try:
         yield KafkaUse(
             settings.kafka_client(info.bootstrap_servers), "started" if started else "recorded", info.kind
@@ -176,8 +178,6 @@ def stale_topics(settings: Settings, client: KafkaClientConfig, prefix: str) -> 
 
     stale: list[str] = []
     for topic in BRONZE_TOPICS:
-    if started and (warning := settings.broker_fallback_warning()):
-        console.print(warning, style="yellow", markup=False)
         committed = committed_offsets(str(settings.lake_root / "bronze" / topic), f"{prefix}{topic}")
         if not any(committed.values()):
             continue
@@ -193,6 +193,26 @@ def stale_topics(settings: Settings, client: KafkaClientConfig, prefix: str) -> 
                 f"{prefix}{topic} (partition {p} ends at {ends.get(p, 0)}, bronze read to {committed[p]})"
             )
     return stale
+
+
+def reset_targets(settings: Settings, instance: Any, prefix: str) -> str:
+    """What ``reset_demo`` would delete now, in one phrase (for the refusal that names ``--reset``)."""
+    from dagster import AssetKey
+
+    from assets.edge_apps import EDGE_APPS
+
+    parts: list[str] = []
+    tables = [name for name in (*LAYERS, "_plots") if (settings.lake_root / name).exists()]
+    if tables:
+        parts.append(f"{', '.join(tables)} under {settings.lake_root}")
+    keys = [k for k in instance.all_asset_keys() if isinstance(k, AssetKey) and k.path[0] in LAYERS]
+    if keys:
+        parts.append(f"the history of {len(keys)} assets in {settings.dagster_home}")
+    for app in EDGE_APPS:
+        path = settings.state_dir / "streams" / f"{prefix}{app.application_id}"
+        if path.exists():
+            parts.append(str(path))
+    return ", ".join(parts) or "nothing yet"
 
 
 def reset_demo(settings: Settings, instance: Any, prefix: str) -> list[str]:
@@ -268,26 +288,6 @@ def _store(app: Any, store: str) -> list[dict[str, Any]]:
     """Every entry of ``store``, through the app's interactive-query HTTP server."""
     with urllib.request.urlopen(f"http://{app.advertised_server}/v1/stores/{store}/all?limit=10000000") as r:
         return list(json.loads(r.read())["entries"])
-
-
-def reset_targets(settings: Settings, instance: Any, prefix: str) -> str:
-    """What ``reset_demo`` would delete now, in one phrase (for the refusal that names ``--reset``)."""
-    from dagster import AssetKey
-
-    from assets.edge_apps import EDGE_APPS
-
-    parts: list[str] = []
-    tables = [name for name in (*LAYERS, "_plots") if (settings.lake_root / name).exists()]
-    if tables:
-        parts.append(f"{', '.join(tables)} under {settings.lake_root}")
-    keys = [k for k in instance.all_asset_keys() if isinstance(k, AssetKey) and k.path[0] in LAYERS]
-    if keys:
-        parts.append(f"the history of {len(keys)} assets in {settings.dagster_home}")
-    for app in EDGE_APPS:
-        path = settings.state_dir / "streams" / f"{prefix}{app.application_id}"
-        if path.exists():
-            parts.append(str(path))
-    return ", ".join(parts) or "nothing yet"
 
 
 def run_edge_revenue(
@@ -452,6 +452,7 @@ def run_demo(
                     "them, so nothing was changed. `streamhouse demo --reset` starts over from the topics "
                     f"(deleting {reset_targets(settings, instance, topic_prefix)})"
                 )
+            if reset:
                 removed = reset_demo(settings, instance, topic_prefix)
                 summary.add("Reset", f"--reset: starting over; removed {', '.join(removed) or 'nothing'}")
 
@@ -534,7 +535,6 @@ def _compare(
         only_edge, only_gold = sorted(sessions - gold_rows), sorted(gold_rows - sessions)
         raise RuntimeError(
             f"the edge's sessions differ from gold/click_sessions: {len(only_edge)} only in the edge "
-            if reset:
             f"(e.g. {only_edge[:3]}), {len(only_gold)} only in gold (e.g. {only_gold[:3]})"
         )
     else:

@@ -92,8 +92,6 @@ class Settings(BaseModel):
     lake_root: Path = Path(".state/lake")
     spark_master: str = "local[*]"
     spark_conf: dict[str, str] = Field(default_factory=dict)
-    #: Why ``broker_kind`` fell back to tansu although unset (Apache Kafka is not installed), else None.
-    _broker_kind_fallback: str | None = PrivateAttr(default=None)
     #: Spark's native Delta path (delta-spark jars on the classpath). Unset: on exactly when `make install`
     #: resolved the jars into ``<state_dir>/jars/delta``; true/false set explicitly always wins.
     delta_jars_available: bool | None = None
@@ -111,6 +109,8 @@ class Settings(BaseModel):
     #: First daily partition of silver and gold (the Dagster UI counts missing days from here). The
     #: default covers the sample data (``assets/sample_data.py``: 2026-01-05 on, late events a day before).
     partitions_start: date = date(2026, 1, 1)
+    #: Why ``broker_kind`` fell back to tansu although unset (Apache Kafka is not installed), else None.
+    _broker_kind_fallback: str | None = PrivateAttr(default=None)
 
     @field_validator("bootstrap_servers")
     @classmethod
@@ -151,17 +151,6 @@ class Settings(BaseModel):
         local_kafka = self.broker_kind is BrokerKind.KAFKA
         if self.broker_profile is BrokerProfile.REAL and not self.bootstrap_servers and not local_kafka:
             raise ValueError(
-    def broker_fallback_warning(self) -> str | None:
-        """One line to print when starting the local broker of a defaulted tansu kind: its topics are
-        lost on stop (then the demo finds the lake ahead of them), and what would keep them."""
-        if self._broker_kind_fallback is None:
-            return None
-        return (
-            f"warning: {self._broker_kind_fallback}; falling back to the embedded Tansu broker, whose "
-            "topics live in memory only (`streamhouse broker stop` loses them; set broker_kind: tansu "
-            "to choose it and silence this)"
-        )
-
                 "broker_profile=real needs bootstrap_servers (STREAMHOUSE_BOOTSTRAP_SERVERS=host:port), "
                 "or broker_kind=kafka for a local Apache Kafka"
             )
@@ -178,6 +167,17 @@ class Settings(BaseModel):
         if self.delta_jars_available is None:
             updates["delta_jars_available"] = bool(delta_jars(updates.get("state_dir", self.state_dir)))
         return self.model_copy(update=updates)
+
+    def broker_fallback_warning(self) -> str | None:
+        """One line to print when starting the local broker of a defaulted tansu kind: its topics are
+        lost on stop (then the demo finds the lake ahead of them), and what would keep them."""
+        if self._broker_kind_fallback is None:
+            return None
+        return (
+            f"warning: {self._broker_kind_fallback}; falling back to the embedded Tansu broker, whose "
+            "topics live in memory only (`streamhouse broker stop` loses them; set broker_kind: tansu "
+            "to choose it and silence this)"
+        )
 
     def native_delta(self) -> bool:
         """`delta_jars_available` with the default applied (also before `resolved()`)."""
@@ -268,12 +268,6 @@ def _file_settings(path: Path) -> dict[str, Any]:
             data[section] = {str(k): str(v) for k, v in data[section].items()}
     return data
 
-    home = base or project_home(environ)
-    fallback: str | None = None
-    if raw.get("broker_kind") in (None, ""):
-        state_dir = Path(str(raw.get("state_dir") or Settings.model_fields["state_dir"].default))
-        kind, fallback = default_broker_kind(state_dir if state_dir.is_absolute() else home / state_dir)
-        raw["broker_kind"] = kind.value
 
 def load_settings(
     environ: Mapping[str, str] | None = None, config_file: Path | None = None, base: Path | None = None
@@ -294,6 +288,12 @@ def load_settings(
             env_values["kafka"] = {**raw["kafka"], **env_values["kafka"]}
         raw.update(env_values)
         source = f"environment and {source}"
+    home = base or project_home(environ)
+    fallback: str | None = None
+    if raw.get("broker_kind") in (None, ""):
+        state_dir = Path(str(raw.get("state_dir") or Settings.model_fields["state_dir"].default))
+        kind, fallback = default_broker_kind(state_dir if state_dir.is_absolute() else home / state_dir)
+        raw["broker_kind"] = kind.value
     try:
         settings = Settings(**raw)
     except ValidationError as exc:
