@@ -66,6 +66,8 @@ def build_bronze_asset(topic: str) -> AssetsDefinition:
             max_records=config.max_records or None,
             eof_timeout_s=config.eof_timeout_s,
             log=context.log.info,
+            # in the run's log (the UI's run view) and printed live by the demo: an ingest is not silent
+            progress=lambda p: context.log.info(p.line()),
         )
         from assets.lineage import pinned_version
 

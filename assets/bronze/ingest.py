@@ -64,6 +64,35 @@ BULK_CONSUMER_SETTINGS: dict[str, Any] = {
 #: prefetched messages: 0.23 us/msg at 500, 0.34 at 1,000, 1.07 at 100,000 — cache effects).
 CONSUME_CHUNK = 1000
 PROGRESS_THRESHOLD = 200_000
+#: Seconds between two progress reports of a running ingest (``ingest_topic(progress=...)``).
+PROGRESS_INTERVAL_S = 2.0
+#: How a progress report starts when logged (the demo prints the Dagster log lines that start so).
+PROGRESS_PREFIX = "progress: "
+
+
+@dataclass(frozen=True)
+class IngestProgress:
+    """Where a running ingest of one topic is: records so far and how fast, reported every
+    ``PROGRESS_INTERVAL_S`` while it consumes and once when it is done, so that a long ingest is not
+    silent (the demo prints it, the Dagster run log keeps it)."""
+
+    topic: str
+    #: records consumed so far (``done``: records committed, this run)
+    records: int
+    seconds: float
+    done: bool = False
+
+    @property
+    def rate(self) -> float:
+        """Records per second since the ingest of this topic started."""
+        return self.records / self.seconds if self.seconds > 0 else 0.0
+
+    def line(self) -> str:
+        state = "done" if self.done else "running"
+        return (
+            f"{PROGRESS_PREFIX}bronze {self.topic}: {self.records:,} records in {self.seconds:.1f}s "
+            f"({self.rate:,.0f} records/s, {state})"
+        )
 
 
 class BronzeIngestError(StreamhouseError):
@@ -241,8 +270,13 @@ def ingest_topic(
     fault: Fault | None = None,
     log: Callable[[str], None] | None = None,
     show_progress: bool = True,
+    progress: Callable[[IngestProgress], None] | None = None,
+    progress_interval_s: float = PROGRESS_INTERVAL_S,
 ) -> IngestResult:
-    """Consume ``topic`` from the committed offsets to EOF (or ``max_records``) into ``table_uri``."""
+    """Consume ``topic`` from the committed offsets to EOF (or ``max_records``) into ``table_uri``.
+
+    ``progress`` is called every ``progress_interval_s`` while records come in (records consumed, the
+    rate) and once at the end (records committed); the check costs one clock read per consumed chunk."""
     if batch_records < 1:
         raise BronzeIngestError(f"batch_records must be >= 1, got {batch_records}", topic=topic)
     started = time.perf_counter()
@@ -260,7 +294,7 @@ def ingest_topic(
             },
         )
     )
-    progress = None
+    bar = None
     pool: ThreadPoolExecutor | None = None
     pending: Future[_Written] | None = None
     gc_was_enabled = gc.isenabled()
@@ -277,6 +311,7 @@ def ingest_topic(
         at_eof: set[int] = set()
         limit = max_records if max_records is not None else float("inf")
         total = 0
+        next_report = time.monotonic() + progress_interval_s if progress is not None else float("inf")
         # Pipelined: batch N+1 is consumed while batch N is converted, written and committed on a
         # worker thread (Parquet writing and the commit release the GIL). Commits stay strictly
         # sequential (one worker), each with its own offsets, so a crash at any point still resumes
@@ -304,10 +339,13 @@ def ingest_topic(
                 elif at_eof:
                     at_eof.difference_update(map(Message.partition, msgs))
                 batch.extend(msgs)
-                if progress is None and show_progress and total + len(batch) >= PROGRESS_THRESHOLD:
-                    progress = _start_progress(topic)
-                if progress is not None:
-                    progress[0].update(progress[1], completed=total + len(batch))
+                if bar is None and show_progress and total + len(batch) >= PROGRESS_THRESHOLD:
+                    bar = _start_progress(topic)
+                if bar is not None:
+                    bar[0].update(bar[1], completed=total + len(batch))
+                if progress is not None and (now := time.monotonic()) >= next_report:
+                    next_report = now + progress_interval_s
+                    progress(IngestProgress(topic, total + len(batch), time.perf_counter() - started))
             result.consume_seconds += time.perf_counter() - t0
             if pending is not None:
                 _finish(pending.result(), result, fault, log, topic)
@@ -328,12 +366,14 @@ def ingest_topic(
                 pending.result()
         if pool is not None:
             pool.shutdown(wait=True)
-        if progress is not None:
-            progress[0].stop()
+        if bar is not None:
+            bar[0].stop()
         consumer.close()
         if gc_was_enabled:
             gc.enable()
     result.seconds = time.perf_counter() - started
+    if progress is not None:
+        progress(IngestProgress(topic, result.records, result.seconds, done=True))
     return result
 
 

@@ -28,6 +28,9 @@ LOCAL_SHUFFLE_PARTITIONS = 4
 DEFAULT_DRIVER_MEMORY = "2g"
 #: how long the JVM and Python wait for each other on the local sockets of collect() & co. (Spark: 15 s)
 SOCKET_TIMEOUT_S = 120
+#: The driver's log4j2 configuration: Spark's defaults at WARN without the start-up noise of every run
+#: (see the file); a ``spark.driver.extraJavaOptions`` naming another configuration wins.
+LOG4J2_CONFIG = Path(__file__).with_name("log4j2.properties")
 
 _VERSION_RE = re.compile(r'version "(?P<version>[^"]+)"')
 
@@ -121,6 +124,11 @@ def build_spark_session(
     from pyspark.sql import SparkSession
 
     is_local = master.startswith("local")
+    if is_local:
+        # A local driver binds to loopback (spark.driver.bindAddress below); without this Spark still
+        # looks for a non-loopback address first and warns twice ("Your hostname ... resolves to a
+        # loopback address", "Set SPARK_LOCAL_IP") on every start, on most laptops and CI machines.
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     conf: dict[str, str] = {
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
@@ -156,6 +164,10 @@ def build_spark_session(
             # tasks by default; on a few local cores that dominated a 100k-row overwrite (~4x slower).
             conf["spark.databricks.delta.snapshotPartitions"] = str(LOCAL_SHUFFLE_PARTITIONS)
     extra = dict(extra_conf or {})
+    java_options = extra.pop("spark.driver.extraJavaOptions", "")
+    if "log4j2.configurationFile" not in java_options and "log4j.configurationFile" not in java_options:
+        java_options = f"{java_options} -Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()}".strip()
+    conf["spark.driver.extraJavaOptions"] = java_options
     if delta_jars:
         jars = [str(Path(j).resolve()) for j in delta_jars]
         conf["spark.jars"] = ",".join([*filter(None, [extra.pop("spark.jars", "")]), *jars])
