@@ -13,6 +13,7 @@ from typing import Any
 from edge.errors import TopologyError
 from edge.processor.node import StreamPartitioner
 from edge.serde import Serde
+from edge.time import to_millis
 
 
 class _class_or_instance:
@@ -183,8 +184,6 @@ class Materialized(_Options):
         ``withRetention``). It must cover size + grace (sessions: gap + grace; sliding windows:
         2 * time difference + grace): a shorter one is an error when the aggregation is defined.
         Key-value stores ignore it."""
-        from edge.dsl.windows import to_millis
-
         ms = to_millis(retention, "retention")
         if ms < 0:
             raise TopologyError(f"retention must not be negative, got {ms} ms")
@@ -242,8 +241,6 @@ class Joined(_Options):
     def _with_grace(self, grace: Any) -> Joined:
         if grace is None:
             return self
-        from edge.dsl.windows import to_millis
-
         ms = to_millis(grace, "grace period")
         if ms < 0:
             raise TopologyError(f"the join grace period must not be negative, got {ms} ms")

@@ -31,11 +31,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from edge.dsl.windows import SessionWindows, SlidingWindows, TimeWindows, to_millis
+from edge.dsl.windows import SessionWindows, SlidingWindows, TimeWindows
 from edge.errors import TopologyError
 from edge.processor.ops.getters import ValueGetterSupplier
 from edge.processor.ops.suppress import KTableSuppressProcessor, SuppressedGetter
 from edge.serde.windowed import SessionWindowedSerde, TimeWindowedSerde
+from edge.time import to_millis
 from edge.topology import naming
 from edge.topology.graph import GraphNode, ProcessorGraphNode
 from edge.topology.stores import StoreSpec

@@ -1,6 +1,7 @@
 """Window specifications (Kafka's TimeWindows, SlidingWindows, SessionWindows, JoinWindows) and
 EmitStrategy. Pure values: which windows a timestamp falls into, how long a window stays open (grace),
-and how long its store keeps it (retention). Durations are int milliseconds or ``timedelta``.
+and how long its store keeps it (retention). Durations are int milliseconds or ``timedelta``
+(:mod:`edge.time`).
 
 Kafka's rules, kept exactly:
 
@@ -15,27 +16,11 @@ Kafka's rules, kept exactly:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any
 
 from edge.errors import TopologyError
 from edge.serde.windowed import TimeWindow
-
-Duration = int | timedelta
-
-
-def to_millis(value: Any, what: str) -> int:
-    """An int ms or a ``timedelta`` as int ms; anything else is a user error naming the parameter."""
-    if isinstance(value, bool):
-        raise TopologyError(f"{what} must be milliseconds (int) or a timedelta, got {value!r}")
-    if isinstance(value, timedelta):
-        ms = value // timedelta(milliseconds=1)
-        if timedelta(milliseconds=ms) != value:
-            raise TopologyError(f"{what} must be a whole number of milliseconds, got {value!r}")
-        return ms
-    if isinstance(value, int):
-        return value
-    raise TopologyError(f"{what} must be milliseconds (int) or a timedelta, got {value!r}")
+from edge.time import Duration, to_millis
 
 
 def _non_negative(value: Any, what: str) -> int:

@@ -18,6 +18,7 @@ from typing import Any, Generic, TypeVar
 
 from edge.errors import SerdeError
 from edge.serde.base import Serde
+from edge.time import to_millis
 
 K = TypeVar("K")
 
@@ -185,8 +186,6 @@ class WindowedSerdes:
 
     @staticmethod
     def time_windowed_serde_from(inner: Serde[Any], window_size: Any) -> TimeWindowedSerde[Any]:
-        from edge.dsl.windows import to_millis
-
         return TimeWindowedSerde(inner, to_millis(window_size, "window_size"))
 
     @staticmethod

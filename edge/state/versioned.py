@@ -24,10 +24,11 @@ record timestamps, and replaying the writes in order needs them. Its topic keeps
 history still readable. Versioned stores never cache (as in Kafka). Tombstones that become history are
 not stored (a lookup in a gap finds nothing, which is what a tombstone means).
 
-Under at-least-once (issue 16, :mod:`edge.runtime.markers`) an active task's store defers both layers'
-writes to the post-commit step like every other persistent store, and a restore compensates orphan
-changelog records with a *snapshot* record (flag byte 2 instead of 0/1, then every readable version of
-the key: valid_from, valid_to, value) that replaces all versions of the key wherever it is applied.
+Under at-least-once (:mod:`edge.runtime.markers`) an active task's store defers both layers' writes
+to the post-commit step like every other persistent store (a store never runs ahead of the committed
+input), and a restore compensates orphan changelog records with a *snapshot* record (flag byte 2
+instead of 0/1, then every readable version of the key: valid_from, valid_to, value) that replaces
+all versions of the key wherever it is applied.
 Not undone: an orphan write's advance of the observed stream time on a store that applied it (history
 it expired stays expired); a standby that applied orphans is rebuilt anyway.
 """
@@ -45,6 +46,7 @@ from edge.state.api import FlushListener, StoreContext, changelog_topic_name
 from edge.state.memory import InMemoryKeyValueStore
 from edge.state.rocksdb import RocksDBKeyValueStore
 from edge.state.segments import SegmentedBytesStore
+from edge.time import to_millis
 
 if TYPE_CHECKING:
     from edge.serde import Serde
@@ -151,7 +153,7 @@ class VersionedBytesStore:
 
     @property
     def defer_writes(self) -> bool:
-        """Deferred writes (set by the runtime on active tasks, issue 16): both layers keep their writes
+        """Deferred writes (set by the runtime on active tasks): both layers keep their writes
         in memory until :meth:`persist`, which the runtime calls after the input offsets are committed,
         so neither the latest values nor the history ever run ahead of the committed input."""
         return bool(getattr(self._latest, "defer_writes", False) or self._history.defer_writes)
@@ -513,23 +515,12 @@ class VersionedKeyValueStoreBuilder:
         return MeteredVersionedKeyValueStore(inner, self.key_serde, self.value_serde)
 
 
-def _ms(value: Any, what: str) -> int:
-    """Milliseconds from an int or a ``timedelta`` (what the DSL accepts for durations)."""
-    import datetime
-
-    if isinstance(value, datetime.timedelta):
-        return int(value.total_seconds() * 1000)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TopologyError(f"{what} must be int milliseconds or a timedelta, got {value!r}")
-    return value
-
-
 def persistent_versioned_key_value_store(
     name: str, history_retention: Any, segment_interval: Any = None
 ) -> VersionedBytesStoreSupplier:
     """A RocksDB versioned store keeping ``history_retention`` (ms or ``timedelta``) of history."""
-    seg = None if segment_interval is None else _ms(segment_interval, "segment interval")
-    return VersionedBytesStoreSupplier(name, _ms(history_retention, "history retention"), seg)
+    seg = None if segment_interval is None else to_millis(segment_interval, "segment interval")
+    return VersionedBytesStoreSupplier(name, to_millis(history_retention, "history retention"), seg)
 
 
 def versioned_key_value_store_builder(

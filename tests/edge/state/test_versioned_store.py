@@ -175,7 +175,21 @@ def test_builder_rules():
     assert builder.with_logging_disabled().logging_enabled is False
     with pytest.raises(TopologyError, match="history retention must not be negative"):
         Stores.versioned_key_value_store_builder(Stores.persistent_versioned_key_value_store("vs", -1), S, S)
-    with pytest.raises(TopologyError, match="int milliseconds or a timedelta"):
+    with pytest.raises(TopologyError, match=r"milliseconds \(int\) or a timedelta"):
         Stores.persistent_versioned_key_value_store("vs", "5m")
     assert default_segment_interval(60_000) == 20_000
     assert default_segment_interval(300_000) == 60_000
+
+
+def test_history_retention_is_converted_exactly():
+    """A ``timedelta`` becomes milliseconds in integer arithmetic (through float seconds 1001 ms
+    truncates to 1000), and a fraction of a millisecond is refused rather than dropped."""
+    retention = timedelta(milliseconds=1001)
+    assert int(retention.total_seconds() * 1000) == 1000  # what a float round trip gives
+    assert Stores.persistent_versioned_key_value_store("vs", retention).history_retention_ms == 1001
+    supplier = Stores.persistent_versioned_key_value_store("vs", 5_000, timedelta(seconds=1))
+    assert supplier.segment_interval_ms == 1_000
+    with pytest.raises(TopologyError, match="whole number of milliseconds"):
+        Stores.persistent_versioned_key_value_store("vs", timedelta(microseconds=1500))
+    with pytest.raises(TopologyError, match=r"milliseconds \(int\) or a timedelta"):
+        Stores.persistent_versioned_key_value_store("vs", True)
