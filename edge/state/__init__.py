@@ -16,10 +16,9 @@ from edge.state.api import (
     StoreContext,
     StoreMetrics,
     changelog_topic_name,
-    key_value_store_builder,
     task_dir,
 )
-from edge.state.builder import KeyValueStoreBuilder
+from edge.state.builder import KeyValueStoreBuilder, key_value_store_builder
 from edge.state.caching import CachingKeyValueStore
 from edge.state.changelogging import ChangeLoggingKeyValueStore
 from edge.state.checkpoint import checkpoint_path, delete_checkpoint, read_checkpoint, write_checkpoint

@@ -1,6 +1,6 @@
 """The state store contract shared by the DSL/Processor API, StreamTask, TopologyTestDriver and runtime.
 
-Stack built by :func:`key_value_store_builder` (outer -> inner)::
+Stack built by :func:`edge.state.builder.key_value_store_builder` (outer -> inner)::
 
     MeteredKeyValueStore      typed K/V <-> bytes via serdes, metrics, resolves the record timestamp
     CachingKeyValueStore      bytes, write-back LRU cache bounded in bytes, collapses updates, flush listener
@@ -277,27 +277,3 @@ def changelog_topic_name(application_id: str, store_name: str) -> str:
 def task_dir(state_dir: Path, application_id: str, task_id: str) -> Path:
     """``state_dir/<application_id>/<task_id>``: holds ``rocksdb/<store>`` dirs and ``.checkpoint``."""
     return Path(state_dir) / application_id / task_id
-
-
-def key_value_store_builder(
-    name: str,
-    key_serde: Serde,
-    value_serde: Serde,
-    *,
-    persistent: bool = True,
-    logging: bool = True,
-    caching: bool = True,
-    changelog_config: Mapping[str, str] | None = None,
-) -> StoreBuilder:
-    """Declare a key-value store (RocksDB if ``persistent`` else in-memory) with its decorator stack."""
-    from edge.state.builder import KeyValueStoreBuilder
-
-    return KeyValueStoreBuilder(
-        name,
-        key_serde,
-        value_serde,
-        persistent=persistent,
-        logging=logging,
-        caching=caching,
-        changelog_config=changelog_config,
-    )

@@ -85,3 +85,28 @@ class KeyValueStoreBuilder:
         if self.caching_enabled:
             store = CachingKeyValueStore(store)
         return MeteredKeyValueStore(store, self.key_serde, self.value_serde)
+
+
+def key_value_store_builder(
+    name: str,
+    key_serde: Serde,
+    value_serde: Serde,
+    *,
+    persistent: bool = True,
+    logging: bool = True,
+    caching: bool = True,
+    changelog_config: Mapping[str, str] | None = None,
+) -> KeyValueStoreBuilder:
+    """Declare a key-value store (RocksDB if ``persistent`` else in-memory) with its decorator stack.
+
+    Lives beside the builder it returns, not in :mod:`edge.state.api`: the stores implement that
+    contract, and the builder builds the stores, so the contract must not import the builder."""
+    return KeyValueStoreBuilder(
+        name,
+        key_serde,
+        value_serde,
+        persistent=persistent,
+        logging=logging,
+        caching=caching,
+        changelog_config=changelog_config,
+    )
