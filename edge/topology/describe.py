@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from edge.topology.kinds import SINK, SOURCE
+
 if TYPE_CHECKING:
     from edge.topology.topology import NodeDef, Subtopology, Topology
 
@@ -257,8 +259,6 @@ class TopologyDescription:
 
     @staticmethod
     def _node_text(n: _Node) -> str:
-        from edge.topology.topology import SINK, SOURCE
-
         node = n.node
         if node.kind == SOURCE:
             return f"Source: {n.name} (topics: {java_set_str(node.topics)})\n      --> {_names(n.successors)}"

@@ -20,16 +20,13 @@ from edge.processor.ops.change_serde import ChangeSerde
 from edge.processor.timestamps import as_extractor
 from edge.serde import Serde
 from edge.state import changelog_topic_name
+from edge.topology.describe import TopologyDescription
+from edge.topology.kinds import PROCESSOR, SINK, SOURCE
 from edge.topology.stores import StoreSpec, resolve_store_builder
 
 if TYPE_CHECKING:
     from edge.processor.config import StreamsConfig
     from edge.state import StoreBuilder
-    from edge.topology.describe import TopologyDescription
-
-SOURCE = "Source"
-PROCESSOR = "Processor"
-SINK = "Sink"
 
 
 @dataclass(eq=False, slots=True)
@@ -312,8 +309,6 @@ class Topology:
         return dict(self._source_changelogs)
 
     def describe(self) -> TopologyDescription:
-        from edge.topology.describe import TopologyDescription
-
         return TopologyDescription(self)
 
     def _group(self) -> list[Subtopology]:
