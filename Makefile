@@ -77,10 +77,10 @@ bench: install ## Run the quick benchmark set (writes benchmarks/results/*.json)
 bench-lakehouse: install ## Run the full lakehouse benchmarks: bronze, gold 1M/5M/20M, incremental (~15 min)
 	$(BIN)/python -m benchmarks.run_lakehouse
 
-broker-start: install ## Start the embedded Kafka broker in the background
+broker-start: install ## Start the local Kafka broker in the background (Apache Kafka where installed, else Tansu)
 	$(BIN)/streamhouse broker start
 
-broker-stop: install ## Stop the embedded Kafka broker
+broker-stop: install ## Stop the local Kafka broker (Apache Kafka keeps its topics for the next start)
 	$(BIN)/streamhouse broker stop
 
 clean: ## Remove .venv, local state and caches
