@@ -1,7 +1,7 @@
 """Streamhouse edge: a Python Kafka Streams.
 
 Describe a topology with the DSL (:class:`StreamsBuilder`) or the Processor API (:class:`Topology`),
-test it in-process with :class:`TopologyTestDriver`, run it on Kafka with the runtime.
+test it in-process with :class:`TopologyTestDriver`, run it on Kafka with the runtime (:class:`KafkaStreams`).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ _EXPORTS = {
     "Grouped": "edge.dsl",
     "JoinWindows": "edge.dsl",
     "Joined": "edge.dsl",
+    "KafkaStreams": "edge.runtime",
     "KGroupedStream": "edge.dsl",
     "KGroupedTable": "edge.dsl",
     "KStream": "edge.dsl",
@@ -45,6 +46,8 @@ _EXPORTS = {
     "SessionWindows": "edge.dsl",
     "SlidingWindows": "edge.dsl",
     "StateStoreError": "edge.errors",
+    "Stores": "edge.state.stores",
+    "StreamThreadExceptionResponse": "edge.runtime",
     "StreamJoined": "edge.dsl",
     "StreamhouseError": "edge.errors",
     "StreamsBuilder": "edge.dsl",

@@ -65,8 +65,18 @@ def store_spec(
     name: str,
     key_serde: Serde | None,
     value_serde: Serde | None,
+    kind: str = "key_value",
 ) -> StoreSpec:
+    """The store an operation materializes into. ``kind`` ("key_value", "window" or "session") is the
+    store the operation needs: a ``Stores`` supplier of another kind is an error here, where Kafka's
+    typed ``Materialized`` would not compile."""
     check_store_name(name)
+    supplier = m.store_supplier
+    if supplier is not None and supplier.kind != kind:
+        raise TopologyError(
+            f"store {name!r}: this operation needs a {kind.replace('_', '-')} store, but Materialized.as_ "
+            f"was given a {supplier.kind.replace('_', '-')} store supplier ({type(supplier).__name__})"
+        )
     spec = StoreSpec(
         name,
         m.key_serde or key_serde,

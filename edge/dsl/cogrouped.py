@@ -185,8 +185,8 @@ class _WindowedCogrouped:
         m = materialized_of(materialized)
         store_name = m.store_name or cg._builder.names.store(naming.COGROUP_AGGREGATE)
         rules = self._rules
-        spec = store_spec(m, store_name, cg._key_serde(m), None)
         session = isinstance(rules, SessionWindowedKStream)
+        spec = store_spec(m, store_name, cg._key_serde(m), None, "session" if session else "window")
         spec.kind = "session" if session else "window"
         spec.window_size_ms = rules._window_size()
         spec.retention_ms = rules._check_retention(store_name, m.retention_ms)

@@ -130,10 +130,18 @@ class Materialized(_Options):
     #: versioned key-value stores only (``as_versioned``): how long old values stay readable
     history_retention_ms: int | None = None
     segment_interval_ms: int | None = None
+    #: the ``Stores`` supplier given to ``as_`` (key-value, window or session): the operation checks
+    #: that it supplies its kind of store, as Kafka's typed ``Materialized`` does at compile time
+    store_supplier: Any = None
 
     @classmethod
     def as_(cls, store_name: Any) -> Materialized:
-        """A named store; or, given ``Stores.persistent_versioned_key_value_store(...)``, a versioned one."""
+        """A named store, or Kafka's ``Materialized.as(supplier)``: given a ``Stores`` supplier
+        (``Stores.in_memory_key_value_store(name)``, ``Stores.persistent_window_store(...)``, ...) the
+        store is named after it and is in memory or RocksDB as it says (a window or session supplier
+        also sets the retention); given ``Stores.persistent_versioned_key_value_store(...)``, a
+        versioned one."""
+        from edge.state.stores import supplier_kind
         from edge.state.versioned import VersionedBytesStoreSupplier
 
         if isinstance(store_name, VersionedBytesStoreSupplier):
@@ -143,6 +151,17 @@ class Materialized(_Options):
                 caching_enabled=False,
                 history_retention_ms=store_name.history_retention_ms,
                 segment_interval_ms=store_name.segment_interval_ms,
+            )
+        if supplier_kind(store_name) is not None:
+            return cls(
+                store_name.name,
+                persistent=store_name.persistent,
+                retention_ms=getattr(store_name, "retention_ms", None),
+                store_supplier=store_name,
+            )
+        if store_name is not None and not isinstance(store_name, str):
+            raise TopologyError(
+                f"Materialized.as_ takes a store name or a Stores supplier, got {store_name!r}"
             )
         return cls(store_name)
 

@@ -134,7 +134,9 @@ class _WindowedStream:
             )  # Kafka burns a name here "for compatibility"; so do we, to keep its numbering
         store_name = m.store_name or names.store(prefix)
         retention_ms = self._check_retention(store_name, m.retention_ms)
-        spec = store_spec(m, store_name, grouped.key_serde, default_value_serde)
+        spec = store_spec(
+            m, store_name, grouped.key_serde, default_value_serde, "session" if self._session else "window"
+        )
         spec.kind = "session" if self._session else "window"
         spec.window_size_ms = self._window_size()
         spec.retention_ms = retention_ms
@@ -145,8 +147,8 @@ class _WindowedStream:
         if emit_final:
             spec.caching_enabled = False  # results leave through the emit-final fetch, never a cache flush
             # Kafka's default store for ON_WINDOW_CLOSE time windows is its time-ordered RocksDB store
-            # (its in-memory one is key-first)
-            spec.time_ordered = spec.kind == "window" and spec.persistent
+            # (its in-memory one, and a user's Stores supplier, are key-first)
+            spec.time_ordered = spec.kind == "window" and spec.persistent and m.store_supplier is None
             metadata_store = f"{store_name}{EMIT_METADATA_SUFFIX}"
             stores.append(metadata_store)
             new_stores.append(

@@ -55,12 +55,14 @@ class KafkaClientConfig:
     profile: BrokerProfile = BrokerProfile.EMBEDDED
     #: Passed through to every client unchanged (security.protocol, sasl.*, ssl.*, client.id, ...).
     extra: Mapping[str, Any] = field(default_factory=dict)
+    #: ...and to admin clients only (Kafka Streams' ``admin.`` settings)
+    admin_extra: Mapping[str, Any] = field(default_factory=dict)
 
     def common(self) -> dict[str, Any]:
         return {"bootstrap.servers": self.bootstrap_servers, **self.extra}
 
     def admin(self, **overrides: Any) -> dict[str, Any]:
-        return {**self.common(), **overrides}
+        return {**self.common(), **self.admin_extra, **overrides}
 
     def producer(self, **overrides: Any) -> dict[str, Any]:
         # A producer's metadata request for a missing topic would otherwise let the broker create it with

@@ -46,6 +46,7 @@ from edge.runtime.config import (
     StreamsConfig,
     StreamsConfigError,
 )
+from edge.runtime.kafka_streams import KafkaStreams, StreamThreadExceptionResponse
 from edge.runtime.state import State
 from edge.runtime.statedir import StateDirLockedError
 
@@ -55,8 +56,10 @@ __all__ = [
     "REPLACE_THREAD",
     "SHUTDOWN_APPLICATION",
     "SHUTDOWN_CLIENT",
+    "KafkaStreams",
     "State",
     "StateDirLockedError",
+    "StreamThreadExceptionResponse",
     "StreamsApp",
     "StreamsConfig",
     "StreamsConfigError",

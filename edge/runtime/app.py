@@ -304,7 +304,7 @@ class StreamsApp(ProcessingLoop, RebalanceCallbacks, FailureAndShutdown):
                 "error_cb": self._on_stream_client_error,
                 "statistics.interval.ms": 2000,
                 "stats_cb": self._on_producer_stats,
-                **dict(cfg.producer_overrides),
+                **cfg.client_overrides("producer"),
             }
         )
         if cfg.exactly_once:
@@ -337,7 +337,7 @@ class StreamsApp(ProcessingLoop, RebalanceCallbacks, FailureAndShutdown):
         )
         self.collector.dlq_topics = dlq_topics
         # consumers
-        self._consumer_base = client.consumer(None, **dict(cfg.consumer_overrides))
+        self._consumer_base = client.consumer(None, **cfg.client_overrides("consumer"))
         self._consumer_base["client.id"] = client_id
         if cfg.exactly_once:
             self._consumer_base["isolation.level"] = "read_committed"
@@ -352,7 +352,7 @@ class StreamsApp(ProcessingLoop, RebalanceCallbacks, FailureAndShutdown):
                 "statistics.interval.ms": 2000,
                 "stats_cb": self._on_stats,
                 "error_cb": self._on_stream_client_error,
-                **dict(cfg.consumer_overrides),
+                **cfg.client_overrides("main.consumer"),
             },
         )
         if cfg.max_task_idle_ms >= 0 and any(
@@ -455,6 +455,9 @@ class StreamsApp(ProcessingLoop, RebalanceCallbacks, FailureAndShutdown):
 
     def _aux_consumer_conf(self, role: str) -> dict[str, Any]:
         conf = dict(self._consumer_base)
+        # Kafka Streams' restore consumer also serves standby tasks
+        layer = {"restore": "restore.consumer", "standby": "restore.consumer", "global": "global.consumer"}
+        conf.update(self.config.client_overrides(layer.get(role, "consumer")))
         conf["group.id"] = f"{self.config.application_id}-{self.instance_id}-{role}"
         conf["client.id"] = f"{self._client_id}-{role}"
         return conf

@@ -18,6 +18,13 @@ from typing import Any
 from edge.errors import StreamhouseError
 from edge.kafka.profile import BrokerProfile, KafkaClientConfig
 from edge.paths import InvalidApplicationIdError, check_application_id
+from edge.runtime.client_settings import (
+    CLIENT_LAYERS,
+    PREFIXES,
+    ClientSettingError,
+    sort_settings,
+    warn_ignored,
+)
 
 AT_LEAST_ONCE = "at_least_once"
 EXACTLY_ONCE_V2 = "exactly_once_v2"
@@ -46,6 +53,9 @@ _JAVA_INT_MAX = 2**31 - 1
 _JAVA_LONG_MAX = 2**63 - 1
 
 
+_CLIENT_PREFIXES = tuple(prefix for prefix, _ in PREFIXES)
+
+
 class StreamsConfigError(StreamhouseError):
     """A runtime setting is missing, unknown or malformed; the message names the key."""
 
@@ -64,8 +74,12 @@ class StreamsConfig:
     broker_profile: BrokerProfile = BrokerProfile.EMBEDDED
     #: passed to every Kafka client (SASL/TLS, client.id, ...)
     kafka: Mapping[str, Any] = field(default_factory=dict)
+    #: ``consumer.<prop>`` / ``producer.<prop>`` settings (every consumer / the producers)
     consumer_overrides: Mapping[str, Any] = field(default_factory=dict)
     producer_overrides: Mapping[str, Any] = field(default_factory=dict)
+    #: the other client settings of a Kafka Streams properties mapping, by layer
+    #: (:mod:`edge.runtime.client_settings`); read them through :meth:`client_overrides`
+    client_settings: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     state_dir: Path = Path(".state/streams")
     processing_guarantee: str = AT_LEAST_ONCE
     #: None = Kafka's default for the guarantee (30 s at-least-once, 100 ms exactly-once)
@@ -237,27 +251,27 @@ class StreamsConfig:
         """Build from Kafka-style keys (``application.id``) or attribute names; ``objects``: Python values."""
         names = {f.name for f in fields(cls)}
         kwargs: dict[str, Any] = {}
-        consumer: dict[str, Any] = {}
-        producer: dict[str, Any] = {}
+        others: dict[str, Any] = {}
         for raw_key, value in values.items():
             key = str(raw_key)
-            if key.startswith("consumer."):
-                consumer[key[len("consumer.") :]] = value
-                continue
-            if key.startswith("producer."):
-                producer[key[len("producer.") :]] = value
-                continue
             name = _ALIASES.get(key, key.replace(".", "_").replace("-", "_"))
-            if name not in names or name in _OBJECT_FIELDS:
-                known = ", ".join(sorted(k for k in _ALIASES if _ALIASES[k] not in _OBJECT_FIELDS))
-                raise StreamsConfigError(
-                    f"unknown streams setting {key!r}; known: {known}, consumer.<prop>, producer.<prop>"
-                )
-            kwargs[name] = _coerce(key, name, value)
-        if consumer:
-            kwargs["consumer_overrides"] = {**kwargs.get("consumer_overrides", {}), **consumer}
-        if producer:
-            kwargs["producer_overrides"] = {**kwargs.get("producer_overrides", {}), **producer}
+            if name in names and name not in _OBJECT_FIELDS and not key.startswith(_CLIENT_PREFIXES):
+                kwargs[name] = _coerce(key, name, value)
+            else:
+                others[key] = value
+        # everything else as Kafka Streams takes it: client settings by prefix and fit, the rest
+        # logged and ignored (a Java app's properties file must run unchanged)
+        try:
+            sorted_settings = sort_settings(
+                others,
+                (k for k, n in _ALIASES.items() if n not in _OBJECT_FIELDS),
+                exactly_once=kwargs.get("processing_guarantee") == EXACTLY_ONCE_V2,
+            )
+        except ClientSettingError as exc:
+            raise StreamsConfigError(str(exc)) from None
+        warn_ignored(sorted_settings.ignored)
+        if sorted_settings.layers:
+            kwargs["client_settings"] = sorted_settings.layers
         kwargs.update(objects)
         for required in ("application_id", "bootstrap_servers"):
             if required not in kwargs:
@@ -266,6 +280,17 @@ class StreamsConfig:
 
     def with_overrides(self, **changes: Any) -> StreamsConfig:
         return replace(self, **changes)
+
+    def client_overrides(self, client: str) -> dict[str, Any]:
+        """The user's settings for one client (``main.consumer``, ``restore.consumer``,
+        ``global.consumer``, ``consumer`` for the others, ``producer``, ``admin``), Kafka Streams'
+        precedence applied: unprefixed < ``consumer.``/``producer.``/``admin.`` < ``main.consumer.``..."""
+        explicit = {"consumer": self.consumer_overrides, "producer": self.producer_overrides}
+        merged: dict[str, Any] = {}
+        for layer in CLIENT_LAYERS[client]:
+            merged.update(self.client_settings.get(layer, {}))
+            merged.update(explicit.get(layer, {}))
+        return merged
 
     # -- derived ----------------------------------------------------------------------------------
     @property

@@ -34,6 +34,11 @@ class State(enum.Enum):
     def is_running_or_rebalancing(self) -> bool:
         return self in (State.RUNNING, State.REBALANCING)
 
+    def __call__(self) -> State:
+        """The state itself: ``app.state`` is a property, and this makes ``app.state()`` (Java's
+        ``KafkaStreams.state()``) answer the same, so code ported from Java runs unchanged."""
+        return self
+
 
 _VALID: dict[State, set[State]] = {
     State.CREATED: {State.REBALANCING, State.PENDING_SHUTDOWN, State.PENDING_ERROR},

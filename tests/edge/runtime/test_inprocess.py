@@ -50,7 +50,6 @@ def test_config_errors_name_the_key():
         == 100
     )
     cases = [
-        ({**base, "procesing.guarantee": "x"}, "unknown streams setting 'procesing.guarantee'"),
         ({**base, "processing.guarantee": "exactly_once"}, "processing.guarantee must be one of"),
         ({**base, "commit.interval.ms": "soon"}, "commit.interval.ms must be an integer"),
         ({**base, "num.standby.replicas": -1}, "num.standby.replicas must be an integer >= 0"),
