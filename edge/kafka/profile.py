@@ -110,3 +110,27 @@ class _SilentLogger:
 
 
 _SILENT = _SilentLogger()
+
+
+#: the cluster id the embedded broker (Tansu) reports unless started with another one
+TANSU_CLUSTER_ID = "tansu_cluster"
+
+
+def detect_profile(
+    bootstrap_servers: str, extra: Mapping[str, Any] | None = None, timeout_s: float = 10.0
+) -> BrokerProfile:
+    """The profile for a cluster nobody named one for: ``embedded`` when it reports Tansu's cluster id,
+    else ``real`` (Kafka's defaults, right for any real cluster and safe for any other).
+
+    Asked of the cluster itself rather than guessed from an address: the embedded tuning (a 2 s session,
+    range assignment) is wrong on a real cluster, and Kafka's defaults only slow Tansu's group joins.
+    An unreachable cluster gets ``real``.
+    """
+    from confluent_kafka.admin import AdminClient
+
+    conf = {"bootstrap.servers": bootstrap_servers, **(extra or {}), "logger": _SILENT}
+    try:
+        cluster_id = AdminClient(conf).list_topics(timeout=timeout_s).cluster_id
+    except Exception:  # no answer: Kafka's defaults are the safe choice
+        return BrokerProfile.REAL
+    return BrokerProfile.EMBEDDED if cluster_id == TANSU_CLUSTER_ID else BrokerProfile.REAL

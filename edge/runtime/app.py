@@ -382,7 +382,7 @@ class StreamsApp(ProcessingLoop, RebalanceCallbacks, FailureAndShutdown):
             self._aux_consumer_conf("restore"),
             batch_records=cfg.restore_batch_records,
             timeout_ms=cfg.restore_timeout_ms,
-            silent_ahead_s=5.0 if cfg.broker_profile == BrokerProfile.EMBEDDED else None,
+            silent_ahead_s=5.0 if client.profile is BrokerProfile.EMBEDDED else None,
         )
         self.global_state = None
         self.registry = TaskRegistry(self.plan.subtopology_of_topic(), cfg.max_task_idle_ms)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from edge.errors import StreamhouseError
-from edge.kafka.profile import BrokerProfile, KafkaClientConfig
+from edge.kafka.profile import BrokerProfile, KafkaClientConfig, detect_profile
 from edge.paths import InvalidApplicationIdError, check_application_id
 from edge.runtime.client_settings import (
     CLIENT_LAYERS,
@@ -71,7 +71,9 @@ def _parse_server(key: str, value: str) -> tuple[str, int]:
 class StreamsConfig:
     application_id: str
     bootstrap_servers: str
-    broker_profile: BrokerProfile = BrokerProfile.EMBEDDED
+    #: ``embedded`` (the tuning measured on the embedded Tansu broker) or ``real`` (Kafka's defaults);
+    #: unset (or ``auto``): asked of the cluster at start (:func:`edge.kafka.profile.detect_profile`)
+    broker_profile: BrokerProfile | None = None
     #: passed to every Kafka client (SASL/TLS, client.id, ...)
     kafka: Mapping[str, Any] = field(default_factory=dict)
     #: ``consumer.<prop>`` / ``producer.<prop>`` settings (every consumer / the producers)
@@ -309,11 +311,18 @@ class StreamsConfig:
 
     def client(self) -> KafkaClientConfig:
         return KafkaClientConfig(
-            self.bootstrap_servers,
-            BrokerProfile(self.broker_profile),
-            dict(self.kafka),
-            self.client_overrides("admin"),
+            self.bootstrap_servers, self.resolved_profile(), dict(self.kafka), self.client_overrides("admin")
         )
+
+    def resolved_profile(self) -> BrokerProfile:
+        """``broker.profile``, or when unset the one the cluster calls for (asked once, then kept)."""
+        if self.broker_profile is not None:
+            return BrokerProfile(self.broker_profile)
+        detected = self.__dict__.get("_detected_profile")
+        if detected is None:
+            detected = detect_profile(self.bootstrap_servers, self.kafka)
+            object.__setattr__(self, "_detected_profile", detected)
+        return detected
 
     @property
     def app_state_dir(self) -> Path:
@@ -340,10 +349,12 @@ def _coerce(key: str, name: str, value: Any) -> Any:
     if name == "state_dir":
         return Path(value)
     if name == "broker_profile":
+        if value is None or str(value).strip().lower() in ("", "auto"):
+            return None
         try:
             return BrokerProfile(str(value))
         except ValueError:
-            raise StreamsConfigError(f"{key} must be embedded or real, got {value!r}") from None
+            raise StreamsConfigError(f"{key} must be embedded, real or auto, got {value!r}") from None
     if name in ("default_key_serde", "default_value_serde") and isinstance(value, str):
         return _named_serde(key, value)
     if name == "default_timestamp_extractor":
