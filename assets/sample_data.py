@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 
 import orjson
-from confluent_kafka import Producer
 
 from edge.kafka import KafkaClientConfig, TopicSpec, create_topics
+from edge.kafka.delivery import DeliveryTracker
 
 ORDERS = "orders"
 CUSTOMERS = "customers"
@@ -62,6 +62,10 @@ DEFAULT_START = datetime(2026, 1, 5, tzinfo=UTC)
 LIVE_LATE_RATIO = 0.05
 LIVE_INVALID_RATIO = 0.02
 LIVE_DUPLICATE_RATIO = 0.01
+
+#: How long the producers wait at the end for the last delivery reports (a million records take seconds).
+FLUSH_TIMEOUT_S = 120.0
+
 SEGMENTS = ["consumer", "smb", "enterprise"]
 COUNTRIES = ["DE", "FR", "NL", "US", "GB"]
 CATEGORIES = ["coffee", "tea", "bakery", "juice"]
@@ -315,31 +319,28 @@ def produce(
     create: bool = True,
     progress: Callable[[int], None] | None = None,
 ) -> dict[str, int]:
-    """Produce every record to ``<prefix><topic>`` (creating the topics first); returns counts per topic."""
+    """Produce every record to ``<prefix><topic>`` (creating the topics first); returns counts per topic.
+
+    Raises :class:`~edge.kafka.delivery.DeliveryError` (topic, partition, error) when a topic is missing
+    or a record is not delivered: the demo must not go on to ingest records that never arrived.
+    """
     if create:
         create_topics(client, topic_specs(prefix))
-    producer = Producer(
-        client.producer(
-            **{"linger.ms": 20, "batch.num.messages": 10000, "queue.buffering.max.messages": 500000}
-        )
+    tracker = DeliveryTracker(
+        client,
+        flush_timeout_s=FLUSH_TIMEOUT_S,
+        **{"linger.ms": 20, "batch.num.messages": 10000, "queue.buffering.max.messages": 500000},
     )
+    tracker.require_topics(f"{prefix}{topic}" for topic, records in data.records.items() if records)
     counts: dict[str, int] = {}
     for topic, records in data.records.items():
         name = f"{prefix}{topic}"
         for i, rec in enumerate(records):
-            while True:
-                try:
-                    producer.produce(name, value=rec.value, key=rec.key, timestamp=rec.timestamp_ms)
-                    break
-                except BufferError:
-                    producer.poll(0.05)
+            tracker.produce(name, rec.value, rec.key, timestamp=rec.timestamp_ms)
             if progress is not None and i % 50_000 == 0:
                 progress(i)
         counts[name] = len(records)
-        producer.poll(0)
-    remaining = producer.flush(120)
-    if remaining:
-        raise RuntimeError(f"{remaining} sample records were not acknowledged by {client.bootstrap_servers}")
+    tracker.finish()
     return counts
 
 
@@ -374,13 +375,20 @@ def produce_paced(
 
     ``progress`` gets the number of records produced so far, every 1% of them and at the end; returns
     counts per physical topic. Pacing holds the average rate from the start (a slow moment is caught
-    up), sleeping in short steps so an interrupt stops it promptly.
+    up), sleeping in short steps so an interrupt stops it promptly. A missing topic or a record not
+    delivered raises :class:`~edge.kafka.delivery.DeliveryError` (topic, partition, error) at once.
     """
     if rate is not None and rate <= 0:
         raise ValueError(f"rate must be > 0 records/s, got {rate}")
     if create:
         create_topics(client, topic_specs(prefix))
-    producer = Producer(client.producer(**{"linger.ms": 5 if rate else 20, "batch.num.messages": 10000}))
+    tracker = DeliveryTracker(
+        client,
+        flush_timeout_s=FLUSH_TIMEOUT_S,
+        **{"linger.ms": 5 if rate else 20, "batch.num.messages": 10000},
+    )
+    producer = tracker.producer
+    tracker.require_topics(f"{prefix}{topic}" for topic, records in data.records.items() if records)
     records = interleaved(data)
     counts: dict[str, int] = {}
     every = max(1, len(records) // 100)
@@ -394,19 +402,12 @@ def produce_paced(
                 time.sleep(min(wait, 0.5))
                 while (wait := started + (n - 1) / rate - time.monotonic()) > 0:
                     time.sleep(min(wait, 0.5))
-        while True:
-            try:
-                producer.produce(name, value=rec.value, key=rec.key, timestamp=rec.timestamp_ms)
-                break
-            except BufferError:
-                producer.poll(0.05)
+        tracker.produce(name, rec.value, rec.key, timestamp=rec.timestamp_ms)
         counts[name] = counts.get(name, 0) + 1
         if progress is not None and (n % every == 0 or n == len(records)):
             producer.poll(0)
             progress(n)
-    remaining = producer.flush(120)
-    if remaining:
-        raise RuntimeError(f"{remaining} sample records were not acknowledged by {client.bootstrap_servers}")
+    tracker.finish()
     return counts
 
 

@@ -79,6 +79,7 @@ GENERATE_CONFIG = {
 def produce_sample_events(context) -> int:  # type: ignore[no-untyped-def]
     """``context`` is an ``OpExecutionContext``; unannotated since this module's annotations are strings."""
     from assets import sample_data
+    from edge.kafka.delivery import DeliveryError
 
     events, rate = int(context.op_config["events"]), float(context.op_config["rate"])
     if not 1 <= events <= 10_000_000 or rate < 0:
@@ -89,9 +90,12 @@ def produce_sample_events(context) -> int:  # type: ignore[no-untyped-def]
         if sent == total or sent % max(1, total // 10) == 0:
             context.log.info(f"produced {sent:,} of {total:,} records")
 
-    batch = sample_data.produce_live(
-        kafka.client(), events, prefix=kafka.topic_prefix, rate=rate or None, progress=progress
-    )
+    try:
+        batch = sample_data.produce_live(
+            kafka.client(), events, prefix=kafka.topic_prefix, rate=rate or None, progress=progress
+        )
+    except DeliveryError as exc:  # records lost: the run fails, its reason (topic, partition, error) shown
+        raise Failure(description=str(exc)) from exc
     context.log.info(f"{batch.total:,} records to {', '.join(sorted(batch.produced))}; bad: {batch.injected}")
     return batch.total
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import click
 
+from orchestration.cli.topics import exit_1_when_records_are_lost
 from orchestration.settings import load_settings
 
 
@@ -38,7 +39,8 @@ def generate(events: int, rate: float | None, bootstrap_servers: str | None, top
     Event times fall on yesterday (the latest complete daily partition); about 5% of the orders are
     late (6 h behind the stream), 2% of orders and clicks are malformed (broken JSON, missing or
     mistyped fields, impossible values) and 1% are exact duplicates. With the Dagster UI running
-    (`make dagster`) its sensors start the ingest and the daily runs of the affected days.
+    (`make dagster`) its sensors start the ingest and the daily runs of the affected days. Exit 1, with
+    the topic, partition and error, when a record is not delivered.
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
@@ -47,13 +49,17 @@ def generate(events: int, rate: float | None, bootstrap_servers: str | None, top
     client = load_settings().kafka_client(bootstrap_servers)
     pace = f"{rate:,.0f} records/s" if rate else "as fast as possible"
     click.echo(f"producing {events:,} events to {client.bootstrap_servers} ({pace})")
-    with Progress(
-        TextColumn("[progress.description]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeRemainingColumn(),
-        transient=False,
-    ) as bar:
+    # the bar is closed before a lost record's `error:` line (exit 1) is printed
+    with (
+        exit_1_when_records_are_lost(),
+        Progress(
+            TextColumn("[progress.description]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeRemainingColumn(),
+            transient=False,
+        ) as bar,
+    ):
         task = bar.add_task("producing", total=None)
 
         def progress(sent: int, total: int) -> None:

@@ -5,8 +5,11 @@ Topics are always created explicitly (never auto-created), with the broker profi
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
 import time
+from collections.abc import Iterator
 
 import click
 
@@ -26,6 +29,25 @@ _SERVERS = click.option(
 
 def _client(bootstrap_servers: str | None):  # type: ignore[no-untyped-def]
     return load_settings().kafka_client(bootstrap_servers)
+
+
+@contextlib.contextmanager
+def exit_1_when_records_are_lost() -> Iterator[None]:
+    """Turn a :class:`~edge.kafka.delivery.DeliveryError` into one ``error:`` line and exit status 1.
+
+    Lost records are a failure, not a usage mistake (``main`` gives those status 2); every command that
+    writes to Kafka (``topics produce``, ``generate``, ``demo``) runs its producing inside this.
+    ``STREAMHOUSE_DEBUG=1`` lets the error through, so ``main`` shows its stack trace.
+    """
+    from edge.kafka.delivery import DeliveryError
+
+    try:
+        yield
+    except DeliveryError as exc:
+        if os.environ.get("STREAMHOUSE_DEBUG"):
+            raise
+        click.secho(f"error: {exc}", fg="red", err=True)
+        sys.exit(exc.exit_code)
 
 
 @click.group()
@@ -73,26 +95,23 @@ def list_topics(bootstrap_servers: str | None) -> None:
 @click.option("--key-separator", default=None, help="Split each line into KEY<sep>VALUE (default: no key).")
 @_SERVERS
 def produce(topic: str, key_separator: str | None, bootstrap_servers: str | None) -> None:
-    """Send each line of standard input to TOPIC as one record (keys partitioned like Kafka's Java client)."""
-    from confluent_kafka import Producer
+    """Send each line of standard input to TOPIC as one record (keys partitioned like Kafka's Java client).
 
-    producer = Producer(_client(bootstrap_servers).producer(partitioner="murmur2_random"))
-    sent = 0
-    for line in sys.stdin:
-        line = line.rstrip("\n")
-        key: str | None = None
-        if key_separator is not None and key_separator in line:
-            key, line = line.split(key_separator, 1)
-        while True:
-            try:
-                producer.produce(topic, value=line.encode(), key=None if key is None else key.encode())
-                break
-            except BufferError:
-                producer.poll(0.1)
-        sent += 1
-    remaining = producer.flush(30)
-    if remaining:
-        raise click.ClickException(f"{remaining} of {sent} records to {topic!r} were not acknowledged")
+    Exit 1, with the topic, partition and error, when TOPIC does not exist or a record is not delivered.
+    """
+    from edge.kafka.delivery import DeliveryTracker
+
+    client = _client(bootstrap_servers)
+    with exit_1_when_records_are_lost():
+        tracker = DeliveryTracker(client, partitioner="murmur2_random")
+        tracker.require_topics([topic])
+        for line in sys.stdin:
+            line = line.rstrip("\n")
+            key: str | None = None
+            if key_separator is not None and key_separator in line:
+                key, line = line.split(key_separator, 1)
+            tracker.produce(topic, line.encode(), None if key is None else key.encode())
+        sent = tracker.finish()
     click.echo(f"sent {sent} records to {topic}", err=True)
 
 
