@@ -18,23 +18,28 @@ latest value, ``keys/<key>?as_of=<time>`` with the value valid then, each with `
 from) and ``valid_to`` (None while current); they do not answer ``range``/``all``.
 
 404 unknown store or key, 400 bad parameters, 503 while the instance restores/rebalances or the owner of
-a key is unknown (retry). A key's partition is ``murmur2(key bytes) % partitions`` -- the producer's.
+a key is unknown (retry), 421 for a ``Host`` that does not name this server (DNS rebinding; extra names:
+``http.allowed.hosts``). A key's partition is ``murmur2(key bytes) % partitions`` -- the producer's.
+Connections are served by a bounded pool of threads and closed after ``READ_TIMEOUT_S`` without a
+request (:mod:`edge.iq.http`).
 Stores are read on the stream thread (``StreamsApp.run_on_stream_thread``), never concurrently.
 """
 
 from __future__ import annotations
 
 import logging
+import socket
 import threading
 import urllib.error
 import urllib.parse
 import urllib.request
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from edge.iq import windowed as win
+from edge.iq.http import CLIENT_GONE, LOOPBACK_NAMES, AllowedHosts, BoundedHTTPServer, RateLimitedLog
 from edge.iq.keys import BadKeyError, parse_key, parse_time, to_jsonable, value_fields, windowed_fields
 from edge.processor.partitioner import default_partition
 from edge.serde import ValueAndTimestamp
@@ -48,6 +53,19 @@ log = logging.getLogger(__name__)
 FORWARDED_HEADER = "X-Streamhouse-Forwarded"
 DEFAULT_LIMIT = 10_000
 
+#: a connection that sends no request for this long (a first one, or the next on a keep-alive
+#: connection) is closed; also the longest a worker waits on a client that stopped reading
+READ_TIMEOUT_S = 10.0
+#: threads serving requests (started as needed); a query waits for the stream thread anyway, and a
+#: forwarded one for another instance, so a few more than one is plenty
+MAX_WORKERS = 16
+#: open connections (idle, queued or served) past which a new one is answered 503 and closed
+MAX_CONNECTIONS = 256
+#: the listen() backlog: a burst of connects waits in the kernel (which caps it at net.core.somaxconn)
+LISTEN_BACKLOG = max(128, socket.SOMAXCONN)
+#: least time between two log lines about clients that hung up early (the ones between are counted)
+DISCONNECT_LOG_INTERVAL_S = 10.0
+
 
 class HttpError(Exception):
     def __init__(self, status: int, message: str, **extra: Any) -> None:
@@ -58,25 +76,48 @@ class HttpError(Exception):
 
 
 class QueryServer:
+    """The instance's HTTP server: its handler answers queries, metadata, health and metrics.
+
+    Bounded (``MAX_WORKERS`` threads, ``MAX_CONNECTIONS`` connections, ``READ_TIMEOUT_S`` per idle
+    connection) so that careless or hostile clients cannot pile up threads and file handles in the
+    instance, and checked (``Host``) so that a browser page cannot read stores through DNS rebinding.
+    """
+
     def __init__(self, app: StreamsApp, host: str, port: int, *, stores: StoreProvider) -> None:
         self.app = app
         #: the instance's stores (read on the stream thread, through ``app.run_on_stream_thread``)
         self.stores = stores
         handler = type("Handler", (_Handler,), {"server_app": app, "query": self})
-        self._server = ThreadingHTTPServer((host, port), handler)
-        self._server.daemon_threads = True
+        self.backlog = LISTEN_BACKLOG
+        self._server = BoundedHTTPServer(
+            (host, port),
+            handler,
+            read_timeout_s=READ_TIMEOUT_S,
+            max_workers=MAX_WORKERS,
+            max_connections=MAX_CONNECTIONS,
+            backlog=self.backlog,
+            disconnects=RateLimitedLog(
+                log, "early disconnects", interval_s=DISCONNECT_LOG_INTERVAL_S, level=logging.INFO
+            ),
+            refusals=RateLimitedLog(log, "refused connections", level=logging.WARNING),
+        )
         self.host = host
         self.port = self._server.server_address[1]
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, name="streamhouse-http", daemon=True
+        cfg = app.config
+        advertised_host, advertised_port = cfg.server_host_port
+        #: the Host names answered: loopback, the bound address, application.server, http.allowed.hosts
+        self.allowed_hosts = AllowedHosts(
+            (*LOOPBACK_NAMES, host, self._server.server_address[0], advertised_host),
+            (self.port, advertised_port),
+            cfg.http_allowed_hosts,
         )
+        self._thread: threading.Thread | None = None
 
     def start(self) -> None:
-        self._thread.start()
+        self._thread = self._server.start("streamhouse-http")
 
     def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        self._server.stop()
 
     # -- query logic ------------------------------------------------------------------------------------
     def _catalog_entry(self, store: str) -> dict[str, Any]:
@@ -375,13 +416,19 @@ class _Handler(BaseHTTPRequestHandler):
     def _send(
         self, status: int, body: bytes, content_type: str, headers: dict[str, str] | None = None
     ) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        for k, v in (headers or {}).items():
-            self.send_header(k, v)
-        self.end_headers()
-        self.wfile.write(body)
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            for k, v in (headers or {}).items():
+                self.send_header(k, v)
+            self.end_headers()
+            self.wfile.write(body)
+        except CLIENT_GONE as exc:
+            # the client hung up (or stopped reading) before its answer: nothing to answer, nothing wrong
+            # here -- one rate-limited line, and the connection is done
+            self.close_connection = True
+            self.server.client_gone(self.client_address, exc)  # type: ignore[attr-defined]
 
     def _json(self, status: int, obj: Any) -> None:
         headers = {"Retry-After": "1"} if status == 503 else None
@@ -393,6 +440,19 @@ class _Handler(BaseHTTPRequestHandler):
         params = dict(urllib.parse.parse_qsl(url.query, keep_blank_values=True))
         forwarded = self.headers.get(FORWARDED_HEADER) == "1"
         q = self.query
+        host = self.headers.get("Host")
+        if not q.allowed_hosts.allows(host):
+            # DNS rebinding: a page on a name rebound to this address sends its own name; 421 says "not
+            # this server" without revealing anything about it
+            self.close_connection = True
+            self._json(
+                421,
+                {
+                    "error": f"host {host!r} is not a name of this server; to reach it under that name, "
+                    "add the name to the http.allowed.hosts setting"
+                },
+            )
+            return
         try:
             if parts == ["metrics"]:
                 from edge.runtime.metrics import render_metrics

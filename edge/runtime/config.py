@@ -36,6 +36,11 @@ SHUTDOWN_APPLICATION = "shutdown_application"
 REPLACE_THREAD = "replace_thread"
 
 _APP_ID = re.compile(r"^[a-zA-Z0-9._-]{1,200}$")
+#: an entry of ``http.allowed.hosts``: a host name or IPv4 address, or a bracketed IPv6 address, with an
+#: optional port
+_HOST_ENTRY = re.compile(
+    r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_](?:[A-Za-z0-9_.-]*[A-Za-z0-9_.])?)(?::(\d{1,5}))?$"
+)
 
 
 #: Kafka declares these settings INT (the rest of the numeric ones LONG): larger values fail there too
@@ -67,6 +72,24 @@ def _parse_server(key: str, value: str) -> tuple[str, int]:
     return host, int(port)
 
 
+def _allowed_hosts(value: Any) -> tuple[str, ...]:
+    """``http.allowed.hosts`` as a tuple of ``host`` / ``host:port`` entries (from a comma-separated
+    string or a sequence); a URL, a wildcard or a bad port is refused now rather than never matching."""
+    items = value.split(",") if isinstance(value, str) else value
+    try:
+        entries = tuple(e for e in (str(item).strip() for item in items) if e)
+    except TypeError:
+        raise StreamsConfigError(f"http.allowed.hosts: expected host names, got {value!r}") from None
+    for entry in entries:
+        match = _HOST_ENTRY.match(entry)
+        if not match or (match.group(2) is not None and int(match.group(2)) > 65535):
+            raise StreamsConfigError(
+                "http.allowed.hosts: expected comma-separated host names or IP addresses, each with an "
+                f"optional :port (IPv6 in brackets), got {entry!r}"
+            )
+    return entries
+
+
 @dataclass(frozen=True)
 class StreamsConfig:
     application_id: str
@@ -95,6 +118,11 @@ class StreamsConfig:
     http_bind_host: str = "127.0.0.1"
     #: False disables the HTTP server (no interactive queries, no /metrics)
     http_enabled: bool = True
+    #: NOT in Kafka Streams: extra names (``host`` or ``host:port``, comma-separated) the HTTP server
+    #: answers as ``Host``, beyond 127.0.0.1, localhost, [::1], the bind address and the host of
+    #: ``application.server``; any other ``Host`` gets 421 (so a browser page cannot read stores through
+    #: a DNS-rebound name). Needed when clients reach the instance by a name it does not advertise.
+    http_allowed_hosts: tuple[str, ...] = ()
     #: stable identity of this instance (transactional.id suffix); default: persisted in the state dir
     instance_id: str | None = None
     cache_max_bytes: int = 10 * 1024 * 1024
@@ -218,6 +246,7 @@ class StreamsConfig:
             if value > high:
                 raise StreamsConfigError(f"{key} must be at most {high} (as in Kafka), got {value!r}")
         _parse_server("application.server", self.application_server)
+        object.__setattr__(self, "http_allowed_hosts", _allowed_hosts(self.http_allowed_hosts))
         for key, value in (
             ("default.deserialization.exception.handler", self.default_deserialization_exception_handler),
             ("default.processing.exception.handler", self.default_processing_exception_handler),
@@ -421,6 +450,7 @@ _ALIASES = {
     "application.server": "application_server",
     "http.bind.host": "http_bind_host",
     "http.enabled": "http_enabled",
+    "http.allowed.hosts": "http_allowed_hosts",
     "instance.id": "instance_id",
     "cache.max.bytes.buffering": "cache_max_bytes",
     "statestore.cache.max.bytes": "cache_max_bytes",
