@@ -104,7 +104,7 @@ def run(
     obj = load_app_object(app_spec)
     values: dict[str, Any] = {}
     values["bootstrap.servers"] = settings.kafka_client(bootstrap_servers).bootstrap_servers
-    values["broker.profile"] = settings.broker_profile.value
+    # no broker.profile unless given with -c: the runtime asks the cluster which tuning it needs
     if settings.kafka:
         values["kafka"] = dict(settings.kafka)
     values["state.dir"] = str(state_dir or settings.state_dir / "streams")
