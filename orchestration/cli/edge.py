@@ -46,6 +46,19 @@ def load_app_object(spec: str) -> Any:
     return obj
 
 
+def read_properties(path: Path) -> dict[str, str]:
+    """A Java ``.properties`` file (``key=value``, ``key: value``, ``#`` comments, ``\\`` line
+    continuations, ``\\uXXXX`` escapes) as Java's ``Properties.load`` reads it."""
+    import javaproperties
+
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        text = raw.decode("latin-1")  # Properties.load(InputStream)'s encoding
+    return {str(k): str(v) for k, v in javaproperties.loads(text).items()}
+
+
 def _parse_overrides(values: tuple[str, ...]) -> dict[str, str]:
     out: dict[str, str] = {}
     for item in values:
@@ -79,6 +92,12 @@ def edge() -> None:
     "--server", help="host:port of this instance's query/metrics HTTP server (port 0 = any free port)."
 )
 @click.option(
+    "--properties",
+    "properties_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="A Kafka Streams .properties file, taken as Kafka Streams takes it (options and -c win).",
+)
+@click.option(
     "-c", "--config", "overrides", multiple=True, help="Any runtime setting as key=value (repeatable)."
 )
 @click.option("--log-level", default="INFO", show_default=True)
@@ -89,10 +108,17 @@ def run(
     state_dir: Path | None,
     guarantee: str | None,
     server: str | None,
+    properties_file: Path | None,
     overrides: tuple[str, ...],
     log_level: str,
 ) -> None:
-    """Start one instance of the app MODULE:ATTR and run until SIGTERM/SIGINT."""
+    """Start one instance of the app MODULE:ATTR and run until SIGTERM/SIGINT.
+
+    Settings, weakest first: the platform settings, --properties FILE, the options, -c key=value.
+    Unprefixed client settings go to every client they fit, consumer./producer./admin./main.consumer./
+    restore.consumer./global.consumer. ones to that client; settings the edge does not know are logged
+    and ignored, as Kafka Streams does.
+    """
     from edge.runtime import State, StreamsApp
     from edge.runtime.signals import install_shutdown_handlers
     from orchestration.settings import load_settings
@@ -102,14 +128,22 @@ def run(
     )
     settings = load_settings()
     obj = load_app_object(app_spec)
+    props = read_properties(properties_file) if properties_file else {}
     values: dict[str, Any] = {}
-    values["bootstrap.servers"] = settings.kafka_client(bootstrap_servers).bootstrap_servers
+    servers = bootstrap_servers or props.pop("bootstrap.servers", None)
+    values["bootstrap.servers"] = settings.kafka_client(servers).bootstrap_servers
     # no broker.profile unless given with -c: the runtime asks the cluster which tuning it needs
     if settings.kafka:
         values["kafka"] = dict(settings.kafka)
-    values["state.dir"] = str(state_dir or settings.state_dir / "streams")
+    values["state.dir"] = str(state_dir or props.pop("state.dir", None) or settings.state_dir / "streams")
+    values.update(props)
     overrides_map = _parse_overrides(overrides)
-    app_id = application_id or overrides_map.get("application.id") or getattr(obj, "application_id", None)
+    app_id = (
+        application_id
+        or overrides_map.get("application.id")
+        or props.get("application.id")
+        or getattr(obj, "application_id", None)
+    )
     if not app_id:
         raise AppLoadError("--application-id is required (or set application.id with -c)")
     values["application.id"] = app_id

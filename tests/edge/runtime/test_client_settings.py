@@ -173,3 +173,69 @@ def test_an_unprefixed_setting_reaches_the_main_consumer_and_a_prefixed_one_wins
         "earliest", {"auto.offset.reset": "latest", "main.consumer.auto.offset.reset": "earliest"}
     )
     assert read_all[:5] == [f"old-{i}" for i in range(5)]
+
+
+SMOKE_TEST_PROPERTIES_FILE = """\
+# Kafka Streams' smoke-test settings, as a Java app's streams.properties would hold them
+processing.guarantee=at_least_once
+num.stream.threads=3
+replication.factor=1
+num.standby.replicas=0
+buffered.records.per.partition=100
+commit.interval.ms=200
+auto.offset.reset: earliest
+acks = all
+acceptable.recovery.lag=9223372036854775807
+max.warmup.replicas=2
+probing.rebalance.interval.ms=60000
+session.timeout.ms=10000
+windowstore.changelog.additional.retention.ms=60000
+producer.linger.ms=\\
+  5
+"""
+
+
+@pytest.mark.broker
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+def test_a_kafka_streams_properties_file_runs_unchanged(
+    kafka_broker, make_topic, unique_name, tmp_path: Path
+):
+    """``streamhouse edge run --properties`` with the smoke test's settings: it runs, counts, says what
+    it ignored, and stops cleanly on SIGTERM."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    source, sink = make_topic("lines", 1), make_topic("counts", 1)
+    properties = tmp_path / "streams.properties"
+    properties.write_text(
+        SMOKE_TEST_PROPERTIES_FILE
+        + f"bootstrap.servers={kafka_broker.bootstrap_servers}\napplication.id={unique_name('smoke')}\n"
+        + f"state.dir={tmp_path / 'state'}\n"
+    )
+    env = {**os.environ, "REPLAY_IN": source, "REPLAY_OUT": sink, "STREAMHOUSE_STATE_DIR": str(tmp_path)}
+    env = {k: v for k, v in env.items() if not k.startswith("STREAMHOUSE_BROKER_PROFILE")}
+    root = Path(__file__).resolve().parents[3]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "orchestration.cli.main", "edge", "run", "tests.replay.apps:wordcount",
+         "--properties", str(properties), "-c", "http.enabled=false"],
+        cwd=root, env=env, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    reader = OutputReader(kafka_broker, sink, unique_name("reader"), committed=False)
+    try:
+        producer = Producer(kafka_broker.producer())
+        producer.produce(source, b"to be or not to be", b"k")
+        assert producer.flush(10) == 0
+        reader.wait_for(lambda r: {k for k, *_ in r.records} >= {"to", "be", "or", "not"}, 90, "word counts")
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        reader.close()
+    assert proc.returncode == 0, err[-3000:]
+    for ignored in ("num.stream.threads", "acceptable.recovery.lag", "max.warmup.replicas"):
+        assert f"the configuration '{ignored}' was supplied but is ignored" in err
+    assert "unknown streams setting" not in err and "Traceback" not in err
