@@ -1,5 +1,5 @@
 """``KafkaStreams`` against a broker: an uncaught-exception handler written as in Java (an object with
-``handle(exc)``) answering Kafka's enum drives the runtime as the setting's strings do (issue 26 item 6)."""
+``handle(exc)``) answering Kafka's enum drives the runtime as the setting's strings do."""
 
 from __future__ import annotations
 
