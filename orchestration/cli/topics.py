@@ -90,12 +90,26 @@ def list_topics(bootstrap_servers: str | None) -> None:
         click.echo(f"{name}\t{len(metadata.topics[name].partitions)}")
 
 
+def _non_empty(param: click.Parameter, value: str | None) -> str | None:
+    if value == "":
+        raise click.BadParameter("must not be empty (e.g. ':' or a tab)", param=param)
+    return value
+
+
 @topics.command()
 @click.argument("topic")
-@click.option("--key-separator", default=None, help="Split each line into KEY<sep>VALUE (default: no key).")
+@click.option(
+    "--key-separator",
+    default=None,
+    callback=lambda _ctx, param, value: _non_empty(param, value),
+    help="Split each line into KEY<sep>VALUE at the first <sep> (default: no key).",
+)
 @_SERVERS
 def produce(topic: str, key_separator: str | None, bootstrap_servers: str | None) -> None:
     """Send each line of standard input to TOPIC as one record (keys partitioned like Kafka's Java client).
+
+    Lines go as the bytes they are (any encoding, binary too) without the line break, as with Kafka's
+    console producer; a line larger than the producer's message.max.bytes is not delivered (exit 1).
 
     Exit 1, with the topic, partition and error, when TOPIC does not exist or a record is not delivered.
     """
@@ -105,12 +119,13 @@ def produce(topic: str, key_separator: str | None, bootstrap_servers: str | None
     with exit_1_when_records_are_lost():
         tracker = DeliveryTracker(client, partitioner="murmur2_random")
         tracker.require_topics([topic])
-        for line in sys.stdin:
-            line = line.rstrip("\n")
-            key: str | None = None
-            if key_separator is not None and key_separator in line:
-                key, line = line.split(key_separator, 1)
-            tracker.produce(topic, line.encode(), None if key is None else key.encode())
+        separator = key_separator.encode() if key_separator is not None else None
+        for raw in sys.stdin.buffer:
+            line = raw.rstrip(b"\n")
+            key: bytes | None = None
+            if separator is not None and separator in line:
+                key, line = line.split(separator, 1)
+            tracker.produce(topic, line, key)
         sent = tracker.finish()
     click.echo(f"sent {sent} records to {topic}", err=True)
 

@@ -103,3 +103,31 @@ def test_runtime_numbers_kafka_could_not_hold_are_refused(key, value, said):
         {"application.id": "a", "bootstrap.servers": "127.0.0.1:9092", "commit.interval.ms": str(2**63 - 1)}
     )
     assert ok.commit_interval_ms == 2**63 - 1
+
+
+@pytest.mark.broker
+def test_topics_produce_sends_binary_lines_as_they_are_and_refuses_an_empty_separator(
+    kafka_broker, make_topic
+):
+    from confluent_kafka import Consumer, TopicPartition
+
+    topic = make_topic("bytes", 1)
+    servers = ["--bootstrap-servers", kafka_broker.bootstrap_servers]
+    env = {"STREAMHOUSE_BROKER_PROFILE": kafka_broker.profile.value, "STREAMHOUSE_BOOTSTRAP_SERVERS": ""}
+    env = {k: v for k, v in env.items() if v}
+    lines = b"plain\nlatin-1 caf\xe9\n\xff\xfe\x00binary\nk\xff:v\xfe\n"
+    produce = ["topics", "produce", topic, "--key-separator", ":", *servers]
+    done = subprocess.run(
+        [sys.executable, "-m", "orchestration.cli.main", *produce],
+        cwd=ROOT, env={**os.environ, **env}, input=lines, capture_output=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0 and b"sent 4 records" in done.stderr, done.stderr
+    consumer = Consumer(kafka_broker.consumer("bad-input-reader", **{"auto.offset.reset": "earliest"}))
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    got = [(m.key(), m.value()) for m in consumer.consume(4, 10)]
+    consumer.close()
+    assert got == [
+        (None, b"plain"), (None, b"latin-1 caf\xe9"), (None, b"\xff\xfe\x00binary"), (b"k\xff", b"v\xfe"),
+    ]  # fmt: skip
+    empty = _cli(env, "topics", "produce", topic, "--key-separator", "", *servers)
+    assert empty.returncode == 2 and b"--key-separator" in empty.stderr and b"Traceback" not in empty.stderr
