@@ -61,12 +61,87 @@ class DemoError(StreamhouseError):
 
 
 @dataclass
+class TableRows:
+    """A lake table's rows written by this demo run beside the rows it holds now: after a second run (or
+    ``streamhouse generate``) the two differ, and one "rows" figure could not say which it is."""
+
+    name: str
+    #: the table's version now
+    version: int | None
+    #: rows this run wrote (bronze: records appended; silver/gold: rows of the days it replaced)
+    run_rows: int
+    #: rows in the table now (None: the Delta log does not count them)
+    total_rows: int | None
+
+    def describe(self) -> str:
+        total = "?" if self.total_rows is None else f"{self.total_rows:,}"
+        return f"version {self.version}, {self.run_rows:,} rows this run, {total} in the table"
+
+
+@dataclass
 class DemoSummary:
     rows: list[tuple[str, str]] = field(default_factory=list)
+    #: the lake's tables, this run's rows and the totals (printed as their own table)
+    tables: list[TableRows] = field(default_factory=list)
 
     def add(self, step: str, result: str) -> None:
         self.rows.append((step, result))
         console.print(f"[green]✓[/green] {step}: {result}")
+
+    def add_tables(self, tables: list[TableRows]) -> None:
+        """The tables' rows, also as summary rows (``dict(summary.rows)["silver/orders"]``), not printed
+        one by one: ``_print`` shows them in their own table."""
+        self.tables = tables
+        self.rows += [(t.name, t.describe()) for t in tables]
+
+
+class RunProgress:
+    """Prints what an in-process Dagster run is doing while it runs, from the run's events (``on_event``
+    of ``run_ingest``/``run_daily``): the runs log at WARNING only, so without this a step of a minute
+    (``ingest_job``: the silver dimension tables' first Spark jobs) printed nothing until it ended.
+
+    Printed: the bronze assets' progress lines (records so far, records/s; ``IngestProgress``) and each
+    other step that took ``min_step_s`` or more, with its time. On a terminal a transient status line
+    names the step running now."""
+
+    def __init__(self, job: str, out: Console | None = None, min_step_s: float = 1.0) -> None:
+        self.job = job
+        self.out = out or console
+        self.min_step_s = min_step_s
+        self._started: dict[str, float] = {}
+        self._status: Any = None
+
+    def __enter__(self) -> RunProgress:
+        if self.out.is_terminal:
+            self._status = self.out.status(f"{self.job}: starting", spinner="dots")
+            self._status.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._status is not None:
+            self._status.stop()
+
+    def __call__(self, event: Any) -> None:
+        from assets.bronze.ingest import PROGRESS_PREFIX
+
+        step = event.step_key
+        if not event.is_dagster_event:
+            message = event.user_message or ""
+            if message.startswith(PROGRESS_PREFIX):
+                self.out.print(f"    {message[len(PROGRESS_PREFIX) :]}")
+            return
+        kind = event.dagster_event.event_type_value
+        if step is None:
+            return
+        if kind == "STEP_START":
+            self._started[step] = event.timestamp
+            if self._status is not None:
+                self._status.update(f"{self.job}: {step}")
+        elif kind in ("STEP_SUCCESS", "STEP_FAILURE"):
+            seconds = event.timestamp - self._started.pop(step, event.timestamp)
+            failed = kind == "STEP_FAILURE"
+            if failed or (seconds >= self.min_step_s and not step.startswith("bronze__")):
+                self.out.print(f"    {step}: {seconds:.1f}s{' [red](failed)[/red]' if failed else ''}")
 
 
 @contextlib.contextmanager
@@ -424,7 +499,14 @@ def run_demo(
     from assets import sample_data
     from orchestration.definitions import build_definitions
     from orchestration.partitions import DAILY
-    from orchestration.pipeline import QUIET_RUN_CONFIG, bronze_summary, daily_summary, run_daily, run_ingest
+    from orchestration.pipeline import (
+        QUIET_RUN_CONFIG,
+        bronze_summary,
+        daily_summary,
+        materializations,
+        run_daily,
+        run_ingest,
+    )
     from orchestration.resources import ExistingSparkResource
 
     summary = DemoSummary()
@@ -483,22 +565,36 @@ def run_demo(
             )
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", FutureWarning)
-                with step("ingest_job: Kafka → bronze (and the silver dimension tables)"):
-                    ingest = run_ingest(defs, instance, run_config=QUIET_RUN_CONFIG)
+                with (
+                    step("ingest_job: Kafka → bronze (and the silver dimension tables)"),
+                    RunProgress("ingest_job") as progress,
+                ):
+                    ingest = run_ingest(defs, instance, run_config=QUIET_RUN_CONFIG, on_event=progress)
                 summary.add("Bronze", bronze_summary(ingest, settings.lake_root / "bronze"))
+                written = {f"bronze/{t}": n for t, n in ingest.records.items()}
                 # A daily partition exists once its day is over: today's (sessions reach D+1) is not one yet.
                 days = [d for d in ingest.affected_days if DAILY.has_partition_key(d)]
                 with step(f"daily_job: silver, quarantine and gold for {len(days)} day(s)"):
                     started = time.perf_counter()
-                    results = run_daily(defs, days, instance, run_config=QUIET_RUN_CONFIG)
-                for name, result in daily_summary(days, results, time.perf_counter() - started):
-                    summary.add(name, result)
+                    with RunProgress("daily_job") as progress:
+                        results = run_daily(
+                            defs, days, instance, run_config=QUIET_RUN_CONFIG, on_event=progress
+                        )
+                # the tables' rows go to the summary's table of this run vs the totals (lake_tables)
+                rows = daily_summary(days, results, time.perf_counter() - started)
+                summary.add(*rows[0])
+                for res in results:
+                    for key, meta in materializations(res).items():
+                        if key.startswith(("silver/", "quarantine/", "gold/")):
+                            written[key] = written.get(key, 0) + int(meta.get("rows_written", 0) or 0)
             with step("edge app revenue (examples.revenue) over the orders"):
                 edge = run_edge_revenue(settings, client, topic_prefix, summary)
             with step("edge app sessions (examples.click_sessions) over the clicks"):
                 sessions = run_edge_sessions(settings, client, topic_prefix, summary)
-            with step("ingest_job again: only the edge output is new"):
-                again = run_ingest(defs, instance, run_config=QUIET_RUN_CONFIG)
+            with step("ingest_job again: only the edge output is new"), RunProgress("ingest_job") as progress:
+                again = run_ingest(defs, instance, run_config=QUIET_RUN_CONFIG, on_event=progress)
+            for t, n in again.records.items():
+                written[f"bronze/{t}"] = written.get(f"bronze/{t}", 0) + n
             others = sum(n for t, n in again.records.items() if t != sample_data.EDGE_REVENUE)
             summary.add(
                 "Bronze, edge output",
@@ -510,6 +606,7 @@ def run_demo(
         if own_instance:
             instance.dispose()
     _compare(settings, summary, edge, sessions, data)
+    summary.add_tables(lake_tables(settings.lake_root, written))
     _print(summary, settings, where, kafka)
     return summary
 
@@ -556,13 +653,42 @@ def _compare(
     )
 
 
+def lake_tables(lake_root: Path, written: dict[str, int]) -> list[TableRows]:
+    """Every table of the lake: its version and rows now (the Delta log's counts), and the rows this run
+    wrote (``written``, by ``layer/table``; 0 for a table it did not write)."""
+    from assets.lake.catalog import list_tables
+
+    out = []
+    for info in list_tables(lake_root):
+        name = f"{info.layer}/{info.name.split('.', 1)[1]}"
+        out.append(TableRows(name, info.version, written.get(name, 0), info.rows))
+    return out
+
+
+def tables_table(tables: list[TableRows]) -> Table:
+    """This run's rows and the tables' totals side by side, so a rerun's figures read right."""
+    table = Table(title="Lake tables: this run and in total")
+    table.add_column("table")
+    table.add_column("version", justify="right")
+    table.add_column("rows this run", justify="right")
+    table.add_column("rows in the table", justify="right")
+    for t in tables:
+        total = "?" if t.total_rows is None else f"{t.total_rows:,}"
+        table.add_row(t.name, str(t.version), f"{t.run_rows:,}" if t.run_rows else "-", total)
+    return table
+
+
 def _print(summary: DemoSummary, settings: Settings, where: object, kafka: KafkaUse) -> None:
     table = Table(title="Streamhouse demo")
     table.add_column("step")
     table.add_column("result")
+    in_tables = {t.name for t in summary.tables}
     for name, result in summary.rows:
-        table.add_row(name, result)
+        if name not in in_tables:
+            table.add_row(name, result)
     console.print(table)
+    if summary.tables:
+        console.print(tables_table(summary.tables))
     console.print(
         "[bold]Revenue, edge vs gold.[/bold] The edge app sums quantity * unit_price of every order it reads "
         "that passes its own filter (a product, a positive int quantity, a non-negative price), live, as "

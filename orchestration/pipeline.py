@@ -8,7 +8,8 @@ backfill of N days is one run whose Spark jobs replace all N partitions in one c
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+import uuid
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,11 +71,31 @@ def daily_summary(
     return rows
 
 
+#: Called with every event of an in-process run as it is stored (step starts and ends, log lines).
+EventListener = Callable[[Any], None]
+
+
+def _listened(instance: DagsterInstance | None, on_event: EventListener | None) -> dict[str, Any]:
+    """``execute_in_process`` keyword arguments that make ``on_event`` see the run's events live: the run
+    id chosen here, so the listener is registered on the instance before the run starts (the demo prints
+    what a long run is doing instead of nothing until it ends)."""
+    if on_event is None or instance is None:
+        return {"instance": instance}
+    run_id = str(uuid.uuid4())  # what Dagster's own run ids are
+    instance.add_event_listener(run_id, on_event)
+    return {"instance": instance, "run_id": run_id}
+
+
 def run_ingest(
-    defs: Definitions, instance: DagsterInstance | None = None, run_config: Mapping[str, Any] | None = None
+    defs: Definitions,
+    instance: DagsterInstance | None = None,
+    run_config: Mapping[str, Any] | None = None,
+    on_event: EventListener | None = None,
 ) -> IngestSummary:
     started = time.perf_counter()
-    result = defs.resolve_job_def(INGEST_JOB).execute_in_process(instance=instance, run_config=run_config)
+    result = defs.resolve_job_def(INGEST_JOB).execute_in_process(
+        run_config=run_config, **_listened(instance, on_event)
+    )
     summary = IngestSummary(result=result, seconds=time.perf_counter() - started)
     for key, meta in materializations(result).items():
         layer, _, topic = key.partition("/")
@@ -90,11 +111,14 @@ def run_daily(
     days: list[str],
     instance: DagsterInstance | None = None,
     run_config: Mapping[str, Any] | None = None,
+    on_event: EventListener | None = None,
 ) -> list[ExecuteInProcessResult]:
     """One ``daily_job`` run per contiguous range of ``days``."""
     job = defs.resolve_job_def(DAILY_JOB)
     return [
-        job.execute_in_process(instance=instance, tags=range_tags(start, end), run_config=run_config)
+        job.execute_in_process(
+            tags=range_tags(start, end), run_config=run_config, **_listened(instance, on_event)
+        )
         for start, end in contiguous_ranges(days)
     ]
 

@@ -88,6 +88,8 @@ class IngestProgress:
         return self.records / self.seconds if self.seconds > 0 else 0.0
 
     def line(self) -> str:
+        if self.done and not self.records:
+            return f"{PROGRESS_PREFIX}bronze {self.topic}: no new records ({self.seconds:.1f}s)"
         state = "done" if self.done else "running"
         return (
             f"{PROGRESS_PREFIX}bronze {self.topic}: {self.records:,} records in {self.seconds:.1f}s "
