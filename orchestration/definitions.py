@@ -4,7 +4,7 @@ One lineage graph: Kafka topics → edge apps → their output topics → bronze
 maintenance. Topics and edge apps are observed (``assets/kafka``, ``assets/edge_apps``); ingestion is
 started by the Kafka lag sensor, the daily assets follow by declarative automation, maintenance runs
 on a schedule. Resources are built from ``Settings`` (STREAMHOUSE_* environment / streamhouse.yaml);
-see ``orchestration/resources.py``.
+see ``orchestration/resources.py``. The assets are listed in ``orchestration/all_assets.py``.
 """
 
 from __future__ import annotations
@@ -13,13 +13,8 @@ from typing import Any
 
 from dagster import Definitions, ExecutorDefinition, in_process_executor, multiprocess_executor
 
-from assets.bronze.assets import BRONZE_ASSETS
-from assets.edge_apps.assets import EDGE_APP_ASSETS
-from assets.gold.assets import GOLD_ASSETS
-from assets.kafka.assets import TOPIC_ASSETS
-from assets.maintenance import lake_maintenance
 from assets.partitions import PARTITION_START
-from assets.silver.assets import DIMENSION_ASSETS, SILVER_ASSETS
+from orchestration.all_assets import ALL_ASSETS
 from orchestration.jobs import JOBS
 from orchestration.resources import build_resources
 from orchestration.schedules import SCHEDULES
@@ -54,16 +49,6 @@ def _guard_pyspark_connect_import() -> None:
 
 
 _guard_pyspark_connect_import()
-
-ALL_ASSETS = [
-    *TOPIC_ASSETS,
-    *EDGE_APP_ASSETS,
-    *BRONZE_ASSETS,
-    *DIMENSION_ASSETS,
-    *SILVER_ASSETS,
-    *GOLD_ASSETS,
-    lake_maintenance,
-]
 
 
 def check_partitions_start(settings: Settings) -> None:

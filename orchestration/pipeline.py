@@ -18,7 +18,7 @@ from dagster import DagsterInstance, Definitions, ExecuteInProcessResult
 from orchestration.definitions import build_definitions
 from orchestration.jobs import DAILY_JOB, INGEST_JOB
 from orchestration.partitions import affected_days, contiguous_ranges
-from orchestration.sensors import range_tags
+from orchestration.runs import materializations, range_tags
 from orchestration.settings import Settings
 
 
@@ -35,14 +35,6 @@ class IngestSummary:
     @property
     def affected_days(self) -> list[str]:
         return affected_days(self.event_dates)
-
-
-def materializations(result: ExecuteInProcessResult) -> dict[str, dict[str, Any]]:
-    out: dict[str, dict[str, Any]] = {}
-    for event in result.get_asset_materialization_events():
-        mat = event.event_specific_data.materialization  # type: ignore[union-attr]
-        out[mat.asset_key.to_user_string()] = {k: v.value for k, v in mat.metadata.items()}
-    return out
 
 
 def bronze_summary(ingest: IngestSummary, bronze_dir: Any) -> str:

@@ -56,8 +56,6 @@ from assets.resources import KafkaResource
 from edge.errors import StreamhouseError
 from orchestration.jobs import ingest_job
 
-RANGE_START_TAG = "dagster/asset_partition_range_start"
-RANGE_END_TAG = "dagster/asset_partition_range_end"
 #: Tag of a lag sensor's run: how many records waited when it was requested.
 PENDING_TAG = "streamhouse/pending_records"
 
@@ -94,11 +92,6 @@ def unreachable_reason(bootstrap_servers: str, timeout_s: float = CONNECT_TIMEOU
         except (OSError, ValueError) as exc:
             errors.append(str(exc) or type(exc).__name__)
     return "; ".join(dict.fromkeys(errors)) or "no bootstrap servers"
-
-
-def range_tags(start: str, end: str) -> dict[str, str]:
-    """Tags of one run over a range of daily partitions (``orchestration.pipeline.run_daily``)."""
-    return {RANGE_START_TAG: start, RANGE_END_TAG: end}
 
 
 @dataclass

@@ -12,6 +12,7 @@ from dagster_pyspark import PySparkResource
 from pydantic import Field
 
 from assets.resources import KafkaResource, LakeResource
+from orchestration.all_assets import ALL_ASSETS
 from orchestration.replay.lake import (
     LakeReplayPlan,
     parse_day,
@@ -81,7 +82,6 @@ def replay_lake(
 
     Takes every resource the lake's assets need, so the rebuild runs with this job's own resources.
     """
-    from orchestration.definitions import ALL_ASSETS
     from quality.checks import QUALITY_CHECKS
 
     resources = {"kafka": kafka, "lake": lake, "pyspark": pyspark, "quality": quality}

@@ -26,6 +26,7 @@ from dagster import AssetKey, DagsterInstance, Definitions, TimeWindowPartitionM
 
 from edge.errors import StreamhouseError
 from orchestration.partitions import DAILY, PARTITION_START, contiguous_ranges
+from orchestration.runs import materializations, range_tags
 
 #: Layers a replay rebuilds. Bronze is the source of every rebuild: it is re-ingested from Kafka, not
 #: recomputed (its exactly-once offsets live in its own commits).
@@ -423,10 +424,6 @@ def run_lake_replay(
     the rebuilt tables (those ``defs`` has) in the same runs. Fails with the run's error when a step
     fails; the tables replaced before that keep their new versions (each is one atomic commit).
     """
-    # Imported here: orchestration.jobs imports this package, and these modules import the jobs.
-    from orchestration.pipeline import materializations
-    from orchestration.sensors import range_tags
-
     assets = _assets(defs, checks)
     runs: list[tuple[list[AssetKey], dict[str, Any], dict[str, str], str]] = []
     unpartitioned = plan.selection(False)

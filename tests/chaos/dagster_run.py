@@ -110,7 +110,7 @@ def run_pass(defs: Any, instance: Any, days: list[str] | None) -> tuple[list[str
     from orchestration.jobs import DAILY_JOB, INGEST_JOB
     from orchestration.partitions import affected_days, contiguous_ranges
     from orchestration.pipeline import QUIET_RUN_CONFIG, materializations
-    from orchestration.sensors import range_tags
+    from orchestration.runs import range_tags
 
     result = _without_checks(defs, INGEST_JOB).execute_in_process(
         instance=instance, run_config=QUIET_RUN_CONFIG

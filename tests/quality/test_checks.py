@@ -41,7 +41,7 @@ def _materialized(result: Any) -> set[str]:
 
 def _daily_run(ql: Any, run_config: dict | None = None) -> Any:
     """The daily job for DAY, not raising when a blocking check fails (the result says so)."""
-    from orchestration.sensors import range_tags
+    from orchestration.runs import range_tags
 
     return ql.defs.resolve_job_def("daily_job").execute_in_process(
         instance=ql.instance, tags=range_tags(DAY, DAY), run_config=run_config, raise_on_error=False
