@@ -5,9 +5,9 @@ Delta partition and a run replaces it atomically with ``overwrite_where``. Backf
 run as one Spark job per run (``BackfillPolicy.multi_run``) that replaces all its dates in one commit.
 
 The first day is the ``partitions_start`` setting. The asset definitions need it when they are
-imported, and ``assets/`` must not import ``orchestration/`` where settings are parsed, so the same
-precedence is repeated here for this one key (as ``assets.lake.catalog.default_lake_root`` does for
-the lake root): ``STREAMHOUSE_PARTITIONS_START``, else ``partitions_start`` in ``$STREAMHOUSE_CONFIG``,
+imported, and ``assets/`` must not import ``orchestration/`` where settings are parsed, so this one key
+is read through the settings-free locator (:mod:`edge.home`), with the settings' precedence:
+``STREAMHOUSE_PARTITIONS_START``, else ``partitions_start`` in ``$STREAMHOUSE_CONFIG``,
 ``./streamhouse.yaml`` or the project home's ``streamhouse.yaml``, else 2026-01-01. A malformed value
 falls back to the default here; ``orchestration.definitions`` compares the start with the loaded
 settings and fails with the message naming the key.
@@ -15,44 +15,19 @@ settings and fails with the message naming the key.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from datetime import date, datetime, timedelta
-from pathlib import Path
 
 from dagster import BackfillPolicy, DailyPartitionsDefinition
 
+from edge.home import config_value
+
 DEFAULT_PARTITION_START = "2026-01-01"
-START_ENV = "STREAMHOUSE_PARTITIONS_START"
-
-
-def _project_home(environ: Mapping[str, str]) -> Path:
-    if environ.get("STREAMHOUSE_HOME"):
-        return Path(environ["STREAMHOUSE_HOME"]).expanduser()
-    checkout = Path(__file__).resolve().parents[1]
-    return checkout if (checkout / "pyproject.toml").is_file() else Path.cwd()
 
 
 def configured_start(environ: Mapping[str, str] | None = None) -> str:
     """``partitions_start`` as ISO date, with the settings' precedence (environment > file > default)."""
-    environ = os.environ if environ is None else environ
-    raw: object = environ.get(START_ENV)
-    if not raw:
-        config = environ.get("STREAMHOUSE_CONFIG")
-        candidates = (
-            [Path(config)]
-            if config
-            else [Path("streamhouse.yaml"), _project_home(environ) / "streamhouse.yaml"]
-        )
-        path = next((p for p in candidates if p.is_file()), None)
-        if path is not None:
-            import yaml
-
-            try:
-                data = yaml.safe_load(path.read_text()) or {}
-            except (OSError, yaml.YAMLError):
-                data = {}
-            raw = data.get("partitions_start") if isinstance(data, dict) else None
+    raw = config_value("partitions_start", environ)
     if isinstance(raw, date):
         return raw.isoformat()
     try:

@@ -4,6 +4,8 @@ Precedence: ``STREAMHOUSE_*`` environment variables > the YAML file > defaults. 
 ``$STREAMHOUSE_CONFIG`` if set, else ``streamhouse.yaml`` in the working directory, else in the project
 home (``project_home()``: ``$STREAMHOUSE_HOME``, else the checkout), if present. Relative paths resolve
 against the project home, so every command finds the same broker record and lake from any directory.
+Where the home and the file are is decided in one place, :mod:`edge.home`, which the layers below use
+for the few values they read without these settings (the lake root, the first partition).
 Unknown keys are errors (a typo must not silently fall back to a default), and every error names the key.
 
 Kafka client properties for a real cluster (SASL/TLS, client.id, ...) go under ``kafka:`` in YAML or as
@@ -33,13 +35,10 @@ from pydantic import (
 from assets.spark.delta_jars import delta_jars
 from edge.broker.local import BrokerKind, default_broker_kind
 from edge.errors import StreamhouseError
+from edge.home import CONFIG_ENV, ENV_PREFIX, HOME_ENV, config_path, project_home
 from edge.kafka.profile import BrokerProfile, KafkaClientConfig, check_client_property
 
-ENV_PREFIX = "STREAMHOUSE_"
-CONFIG_ENV = "STREAMHOUSE_CONFIG"
-DEFAULT_CONFIG_FILE = "streamhouse.yaml"
 KAFKA_ENV_PREFIX = "STREAMHOUSE_KAFKA__"
-HOME_ENV = "STREAMHOUSE_HOME"
 #: A settings file is a few lines; anything this large is a wrong path (``/dev/zero`` would never end)
 MAX_CONFIG_BYTES = 1024 * 1024
 #: Variables that share the prefix but are not settings: the config file, the project home, binaries
@@ -52,22 +51,6 @@ NON_SETTING_ENV = {
     "STREAMHOUSE_DEBUG",
     "STREAMHOUSE_TEST_BOOTSTRAP_SERVERS",
 }
-
-
-def project_home(environ: Mapping[str, str] | None = None) -> Path:
-    """Where relative paths (``.state``, ``.state/lake``, ...) and a fallback streamhouse.yaml live.
-
-    ``$STREAMHOUSE_HOME`` if set; else the project checkout this code runs from (the directory holding
-    ``pyproject.toml`` and ``orchestration/``), so the CLI finds the recorded broker and the lake from any
-    directory; else (an installed wheel) the working directory.
-    """
-    environ = os.environ if environ is None else environ
-    if environ.get(HOME_ENV):
-        return Path(environ[HOME_ENV]).expanduser().resolve()
-    checkout = Path(__file__).resolve().parents[1]
-    if (checkout / "pyproject.toml").is_file() and (checkout / "orchestration").is_dir():
-        return checkout
-    return Path.cwd()
 
 
 class SettingsError(StreamhouseError):
@@ -275,10 +258,7 @@ def load_settings(
     environ = os.environ if environ is None else environ
     source = "defaults"
     raw: dict[str, Any] = {}
-    path = config_file or (Path(environ[CONFIG_ENV]) if environ.get(CONFIG_ENV) else None)
-    if path is None:
-        home = base or project_home(environ)
-        path = next((p for p in (Path(DEFAULT_CONFIG_FILE), home / DEFAULT_CONFIG_FILE) if p.is_file()), None)
+    path = config_file or config_path(environ, home=base)
     if path is not None:
         raw.update(_file_settings(path))
         source = str(path)

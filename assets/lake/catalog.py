@@ -14,7 +14,6 @@ import posixpath
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from deltalake import DeltaTable
@@ -24,6 +23,7 @@ from assets.delta.location import TableLocation, resolve
 from assets.delta.snapshot import active_files, open_table, partition_columns, schema_json
 from assets.lake.errors import UnknownTableError, VersionOutOfRangeError
 from assets.lake.glossary import table_doc
+from edge.home import config_value, resolve_path
 
 DEFAULT_LAKE_ROOT = ".state/lake"
 #: Keys of a commit's metadata that may carry the Dagster run that wrote it.
@@ -32,20 +32,13 @@ RUN_ID_KEYS = ("dagster.run_id", "streamhouse.dagsterRunId", "streamhouse.run_id
 
 def default_lake_root() -> str:
     """The lake root as the platform settings resolve it: `STREAMHOUSE_LAKE_ROOT`, else `lake_root` in
-    `$STREAMHOUSE_CONFIG` / `./streamhouse.yaml`, else `.state/lake` (notebooks cannot import
-    `orchestration`, so the same precedence is repeated here for this one key)."""
-    if os.environ.get("STREAMHOUSE_LAKE_ROOT"):
-        return os.environ["STREAMHOUSE_LAKE_ROOT"]
-    config = os.environ.get("STREAMHOUSE_CONFIG") or (
-        "streamhouse.yaml" if Path("streamhouse.yaml").is_file() else None
-    )
-    if config and Path(config).is_file():
-        import yaml
-
-        data = yaml.safe_load(Path(config).read_text()) or {}
-        if isinstance(data, dict) and data.get("lake_root"):
-            return str(data["lake_root"])
-    return DEFAULT_LAKE_ROOT
+    the settings file (`$STREAMHOUSE_CONFIG`, `./streamhouse.yaml` or the project home's), else
+    `.state/lake`; a relative path is resolved against the project home, not the working directory
+    (`edge.home`: notebooks cannot import `orchestration`, and must find the same lake as the CLI).
+    A URI (`s3://...`) is returned as given."""
+    value = config_value("lake_root")
+    root = str(value) if value else DEFAULT_LAKE_ROOT
+    return root if "://" in root else str(resolve_path(root))
 
 
 @dataclass(frozen=True)
