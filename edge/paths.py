@@ -57,10 +57,11 @@ def remove_trees_inside(paths: Iterable[Path | str], root: Path | str, *, what: 
     return [path for path in present if remove_tree_inside(path, root, what=what)]
 
 
-def remove_tree_inside(path: Path | str, root: Path | str, *, what: str) -> bool:
+def remove_tree_inside(path: Path | str, root: Path | str, *, what: str, ignore_errors: bool = False) -> bool:
     """Delete ``path`` recursively if it exists and resolves strictly inside ``root``.
 
     A symlink is resolved first: its target must lie inside ``root`` too, and the link goes with it.
+    ``ignore_errors`` ignores failures of the deletion itself (a half-written store), never the check.
     Returns whether anything was deleted.
     """
     link = Path(path)
@@ -68,7 +69,7 @@ def remove_tree_inside(path: Path | str, root: Path | str, *, what: str) -> bool
         return False
     target = resolve_inside(link, root, what=what)
     if target.exists():
-        shutil.rmtree(target)
+        shutil.rmtree(target, ignore_errors=ignore_errors)
     if link.is_symlink():
-        link.unlink()
+        link.unlink(missing_ok=True)
     return True

@@ -18,7 +18,6 @@ committed offsets).
 from __future__ import annotations
 
 import logging
-import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -26,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from edge.errors import StateStoreError
+from edge.paths import remove_tree_inside
 from edge.processor.partition_group import PartitionGroup
 from edge.processor.task import StreamTask
 from edge.runtime.markers import MARKER_KEYS, encode_marker
@@ -50,7 +50,7 @@ def task_name(key: TaskKey) -> str:
 def wipe_task_state(tdir: Path) -> None:
     """Remove a task's local stores and checkpoint (they are rebuilt from the changelogs)."""
     for sub in ("rocksdb",):
-        shutil.rmtree(tdir / sub, ignore_errors=True)
+        remove_tree_inside(tdir / sub, tdir, what="a task's stores", ignore_errors=True)
     delete_checkpoint(checkpoint_path(tdir))
 
 

@@ -33,7 +33,6 @@ Live RocksDB iterators pin the DB (and its LOCK), so every iterator is tracked a
 from __future__ import annotations
 
 import logging
-import shutil
 from bisect import bisect_left, bisect_right, insort
 from collections.abc import Callable, Iterable
 from itertools import islice
@@ -52,6 +51,7 @@ from rocksdict import (
 )
 
 from edge.errors import StateStoreError
+from edge.paths import remove_tree_inside, resolve_inside
 from edge.state.api import StoreContext
 from edge.state.iterators import (
     BaseKeyValueIterator,
@@ -130,11 +130,13 @@ def destroy_store_dir(path: Path | str) -> None:
     """Wipe a store's RocksDB directory (corrupt state): the runtime then restores from the changelog."""
     path = Path(path)
     if path.exists():
+        # the store name has no separators: the store's directory must lie inside its parent
+        resolve_inside(path, path.parent, what="a corrupt store")
         try:
             Rdict.destroy(str(path), Options(raw_mode=True))
         except Exception:
             pass
-        shutil.rmtree(path, ignore_errors=True)
+        remove_tree_inside(path, path.parent, what="a corrupt store", ignore_errors=True)
 
 
 _MISSING = object()

@@ -88,7 +88,9 @@ def test_a_link_inside_the_root_goes_with_its_target(tmp_path):
 
 
 def test_replay_edge_with_dotdot_deletes_nothing(kafka_broker, make_topic, tmp_path):
-    """The issue's reproduction, through the installed CLI: exit 2, one error line, the canary lives."""
+    """An application id that is a path (``..``, ``/``, a directory) must never make ``replay edge`` or
+    ``edge run`` delete outside the state dir: through the installed CLI, exit 2, one error line, and
+    the canary beside the state dir lives."""
     streams, canary = _victim(tmp_path)
     env = {
         "STREAMHOUSE_STATE_DIR": str(tmp_path / "x"),
@@ -143,3 +145,30 @@ def test_demo_reset_refuses_a_table_directory_linked_out_of_the_lake(tmp_path, m
         reset_demo(load_settings(), instance=None, prefix="")
     # refused before anything went: the bronze tables checked first are still there
     assert (outside / "part-0.parquet").read_text() == "keep" and (lake / "bronze" / "orders").is_dir()
+
+
+def test_state_cleanup_never_follows_a_link_out_of_the_task_directory(tmp_path):
+    """A corrupt store or task state is wiped before a restore: through a symlink it would have wiped
+    whatever the link points at (RocksDB's destroy follows links)."""
+    from edge.runtime.tasks import wipe_task_state
+    from edge.state.rocksdb import destroy_store_dir
+
+    outside = tmp_path / "precious"
+    outside.mkdir()
+    (outside / "CURRENT").write_text("keep")
+    task = tmp_path / "state" / "app" / "0_0"
+    (task / "rocksdb").mkdir(parents=True)
+    (task / "rocksdb" / "counts").symlink_to(outside)
+    with pytest.raises(UnsafeDeletionError):
+        destroy_store_dir(task / "rocksdb" / "counts")
+    (task / "rocksdb" / "counts").unlink()
+    (task / "rocksdb").rmdir()
+    (task / "rocksdb").symlink_to(outside)
+    with pytest.raises(UnsafeDeletionError):
+        wipe_task_state(task)
+    assert (outside / "CURRENT").read_text() == "keep"
+
+    (task / "rocksdb").unlink()
+    (task / "rocksdb" / "counts").mkdir(parents=True)
+    wipe_task_state(task)
+    assert not (task / "rocksdb").exists() and task.is_dir()
