@@ -52,6 +52,7 @@ _EXPORTS = {
     "StreamhouseError": "edge.errors",
     "StreamsBuilder": "edge.dsl",
     "StreamsConfig": "edge.processor",
+    "TaskConfig": "edge.processor",
     "Suppressed": "edge.dsl",
     "TableJoined": "edge.dsl",
     "TestInputTopic": "edge.testing",

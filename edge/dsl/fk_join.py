@@ -37,7 +37,7 @@ from edge.topology.stores import StoreSpec
 
 if TYPE_CHECKING:
     from edge.dsl.ktable import KTable
-    from edge.processor.config import StreamsConfig
+    from edge.processor.config import TaskConfig
     from edge.serde import Serde
     from edge.state import StoreBuilder
     from edge.topology.topology import Topology
@@ -52,7 +52,7 @@ class SubscriptionStoreSpec(StoreSpec):
     primary_key_serde: Any = None
     pseudo_topic: str = ""
 
-    def to_builder(self, config: StreamsConfig) -> StoreBuilder:
+    def to_builder(self, config: TaskConfig) -> StoreBuilder:
         wrapper = ops.SubscriptionWrapperSerde(
             self.primary_key_serde or config.default_key_serde,
             f"{config.application_id}-{self.pseudo_topic}",

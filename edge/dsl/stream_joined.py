@@ -44,7 +44,7 @@ from edge.topology.stores import StoreSpec
 
 if TYPE_CHECKING:
     from edge.dsl.kstream import KStream
-    from edge.processor.config import StreamsConfig
+    from edge.processor.config import TaskConfig
     from edge.state import StoreBuilder
 
 
@@ -109,7 +109,7 @@ class OuterJoinStoreSpec(StoreSpec):
 
     other_value_serde: Serde | None = None
 
-    def to_builder(self, config: StreamsConfig) -> StoreBuilder:
+    def to_builder(self, config: TaskConfig) -> StoreBuilder:
         key_serde = self.key_serde or config.default_key_serde
         left = self.value_serde or config.default_value_serde
         right = self.other_value_serde or config.default_value_serde

@@ -43,7 +43,7 @@ from edge.topology.stores import StoreSpec
 
 if TYPE_CHECKING:
     from edge.dsl.ktable import KTable
-    from edge.processor.config import StreamsConfig
+    from edge.processor.config import TaskConfig
     from edge.state import StoreBuilder
 
 #: Kafka's ``Long.MAX_VALUE``: "no bound" for records, bytes and time
@@ -211,7 +211,7 @@ class SuppressionBufferSpec(StoreSpec):
 
     windowed_keys: str | None = None
 
-    def to_builder(self, config: StreamsConfig) -> StoreBuilder:
+    def to_builder(self, config: TaskConfig) -> StoreBuilder:
         from edge.state.suppression_buffer import SuppressionBufferBuilder
 
         key_serde: Any = self.key_serde or config.default_key_serde

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from edge.processor.api import Cancellable, Processor, ProcessorContext, ProcessorSupplier, PunctuationType
 from edge.processor.collector import RecordCollector
-from edge.processor.config import StreamsConfig
+from edge.processor.config import StreamsConfig, TaskConfig
 from edge.processor.handlers import (
     DeadLetterQueueHandler,
     ErrorAction,
@@ -40,6 +40,7 @@ __all__ = [
     "RecordCollector",
     "StreamTask",
     "StreamsConfig",
+    "TaskConfig",
     "default_partition",
     "murmur2",
     "task_id",

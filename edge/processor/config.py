@@ -11,8 +11,11 @@ from edge.serde import Serde, Serdes
 
 
 @dataclass(slots=True)
-class StreamsConfig:
-    """``application_id`` prefixes internal topics (repartition, changelog) and the state directory.
+class TaskConfig:
+    """What a task needs to run: the runtime builds one from its ``edge.runtime.StreamsConfig``, the
+    ``TopologyTestDriver`` takes one directly (under Kafka's name, ``StreamsConfig``, below).
+
+    ``application_id`` prefixes internal topics (repartition, changelog) and the state directory.
 
     Default serdes are used wherever the topology did not name one (Kafka's ``default.key.serde``).
     ``cache_max_bytes`` is the record-cache budget of one task, split evenly over its cached stores.
@@ -58,3 +61,8 @@ class StreamsConfig:
     #: Kafka's ``default.production.exception.handler`` for records a sink cannot serialize: ``fail``
     #: (the task fails) or ``continue`` (the record is dropped, logged and counted as dropped)
     production_exception_handler: str = "fail"
+
+
+#: Kafka's name, under which the ``TopologyTestDriver`` takes it (``edge.StreamsConfig``,
+#: ``edge.processor.StreamsConfig``); the application's own settings are ``edge.runtime.StreamsConfig``.
+StreamsConfig = TaskConfig

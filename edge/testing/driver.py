@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from edge.errors import StreamhouseError, TopologyError
-from edge.processor.config import StreamsConfig
+from edge.processor.config import TaskConfig
 from edge.processor.partition_group import PartitionGroup
 from edge.processor.record import Headers
 from edge.processor.task import StreamTask, task_id
@@ -98,12 +98,12 @@ class TopologyTestDriver:
     def __init__(
         self,
         topology: Topology,
-        config: StreamsConfig | None = None,
+        config: TaskConfig | None = None,
         *,
         initial_wall_clock_ms: int = 0,
         auto_commit: bool = True,
     ) -> None:
-        config = config or StreamsConfig(application_id="topology-test-driver")
+        config = config or TaskConfig(application_id="topology-test-driver")
         self._tmp: Path | None = None
         if config.state_dir is None:
             self._tmp = Path(tempfile.mkdtemp(prefix="streamhouse-ttd-"))

@@ -25,7 +25,7 @@ from edge.topology.kinds import PROCESSOR, SINK, SOURCE
 from edge.topology.stores import StoreSpec, resolve_store_builder
 
 if TYPE_CHECKING:
-    from edge.processor.config import StreamsConfig
+    from edge.processor.config import TaskConfig
     from edge.state import StoreBuilder
 
 
@@ -359,7 +359,7 @@ class Topology:
         return result
 
     # -- instantiation for a task ---------------------------------------------------------------------
-    def build_processor_topology(self, subtopology_id: int, config: StreamsConfig) -> ProcessorTopology:
+    def build_processor_topology(self, subtopology_id: int, config: TaskConfig) -> ProcessorTopology:
         """Fresh processors, sources and store builders for one task of ``subtopology_id``."""
         sts = self.subtopologies()
         if not 0 <= subtopology_id < len(sts):
@@ -418,7 +418,7 @@ class Topology:
         return str(self.describe())
 
 
-def _with_defaults(serde: Any, config: StreamsConfig) -> Any:
+def _with_defaults(serde: Any, config: TaskConfig) -> Any:
     """A wrapping serde whose inner serde the DSL did not know (the foreign-key join's subscription
     and response wrappers) fills it in from the config's defaults (Kafka's ``setIfUnset``)."""
     resolve = getattr(serde, "with_config_defaults", None)

@@ -41,7 +41,7 @@ from edge.processor.record import Record
 from edge.serde import ValueAndTimestamp
 
 if TYPE_CHECKING:
-    from edge.processor.config import StreamsConfig
+    from edge.processor.config import TaskConfig
     from edge.serde import Serde
 
 log = logging.getLogger(__name__)
@@ -154,7 +154,7 @@ class SubscriptionWrapperSerde:
         self.primary_key_serde = primary_key_serde
         self.pseudo_topic = pseudo_topic
 
-    def with_config_defaults(self, config: StreamsConfig) -> SubscriptionWrapperSerde:
+    def with_config_defaults(self, config: TaskConfig) -> SubscriptionWrapperSerde:
         if self.primary_key_serde is not None:
             return self
         return SubscriptionWrapperSerde(config.default_key_serde, self.pseudo_topic)
@@ -204,7 +204,7 @@ class SubscriptionResponseWrapperSerde:
     def __init__(self, foreign_value_serde: Serde | None) -> None:
         self.foreign_value_serde = foreign_value_serde
 
-    def with_config_defaults(self, config: StreamsConfig) -> SubscriptionResponseWrapperSerde:
+    def with_config_defaults(self, config: TaskConfig) -> SubscriptionResponseWrapperSerde:
         if self.foreign_value_serde is not None:
             return self
         return SubscriptionResponseWrapperSerde(config.default_value_serde)
@@ -273,7 +273,7 @@ def response_partitioner(_topic: str, _key: Any, value: Any, _partitions: int) -
 
 
 def _config_of(context: ProcessorContext) -> Any:
-    """The task's StreamsConfig: the defaults for serdes the DSL did not know (Kafka's SerdeGetter)."""
+    """The task's config: the defaults for serdes the DSL did not know (Kafka's SerdeGetter)."""
     task = getattr(context, "_task", None)
     config = getattr(task, "config", None)
     if config is None:
