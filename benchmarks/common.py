@@ -32,7 +32,8 @@ ROOT = Path(__file__).resolve().parent.parent
 RESULTS_DIR = ROOT / "benchmarks" / "results"
 PLOTS_DIR = ROOT / "docs" / "benchmarks"
 
-#: The edge-throughput workload from the issue: 1M JSON events over 10k keys, one partition.
+#: The edge-throughput workload the targets are set on (docs/benchmarks.md): 1M JSON events over 10k
+#: keys, one partition.
 DEFAULT_EVENTS = 1_000_000
 DEFAULT_KEYS = 10_000
 #: One commit interval for every system in the count workload, so at-least-once costs the same for all.

@@ -66,7 +66,7 @@ class BenchContext:
     deadline: float
     #: results gathered so far, by benchmark name (e.g. the relay figures for a latency comparison)
     results: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    #: sizes the lakehouse hooks run at: "quick" (small, inside this budget), "full" (the issue's sizes,
+    #: sizes the lakehouse hooks run at: "quick" (small, inside this budget), "full" (the target sizes,
     #: ``benchmarks/run_lakehouse.py``), "tiny" (tests)
     lakehouse_scale: str = "quick"
     #: input size of the windowed-count and stream-stream join hooks (None: ``events``)
@@ -370,7 +370,8 @@ def _target(name: str, value: Any, target: str, met: bool | None, note: str = ""
 
 
 def evaluate_targets(results: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
-    """The issue's targets, each with the measured value, or why it could not be evaluated."""
+    """The benchmark targets (docs/benchmarks.md), each with the measured value, or why it could not be
+    evaluated."""
     out = []
     sh = _find(results, "edge_count", system="streamhouse-edge")
     quix = _find(results, "edge_count", system="quix-streams")

@@ -60,7 +60,7 @@ if TYPE_CHECKING:
     from benchmarks.run_all import BenchContext
 
 WORKLOAD = "gold-windowed-aggregation"
-#: Sizes per scale (``BenchContext.lakehouse_scale``): the issue's 1M/5M/20M for the full set.
+#: Sizes per scale (``BenchContext.lakehouse_scale``): the target sizes 1M/5M/20M for the full set.
 SIZES: dict[str, tuple[int, ...]] = {
     "tiny": (10_000, 20_000),
     "quick": (100_000, 300_000),

@@ -404,7 +404,7 @@ def run(
     within = None
     if marginal is not None and measure_overhead:
         within = bool(check["correct"] and marginal <= TOLERANCE)
-    # Only the full size is the figure; at small sizes fixed costs dominate (no verdict).
+    # Only the full size is judged against the target; at small sizes fixed costs dominate (no verdict).
     target_met = within if judge else None
     return [
         result(

@@ -1,8 +1,9 @@
 """Fault trials (kill -9 storms, bad records, broker restarts): sizes, instances, and the figures report.
 
 ``CHAOS_SCALE`` picks the sizes: unset / ``ci`` runs small trials (the whole set stays within a few
-minutes), ``full`` the issue's sizes (20 kills, 100k events, Kafka Streams' 30 s commit interval); ``make
-chaos`` runs ``full`` and writes every trial's figures to ``CHAOS_REPORT`` (docs/reliability.md).
+minutes), ``full`` the sizes the reliability figures are judged at (20 kills, 100k events, Kafka
+Streams' 30 s commit interval); ``make chaos`` runs ``full`` and writes every trial's figures to
+``CHAOS_REPORT`` (docs/reliability.md).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Every kind of bad record under each exception handler: fail stops, continue skips, dlq dead-letters.
 
-Issue 16: a 5 MB record could not be sent to the dead-letter topic (over librdkafka's message.max.bytes);
-the failed send killed the app, and every restart hit the same record and died again. A dead letter
-that cannot be sent whole now keeps its headers and a truncated value, says so in a header, and the
+A record too large for the dead-letter topic (5 MB, over librdkafka's message.max.bytes) must not kill
+the app: the failed send used to, and every restart hit the same record and died again. A dead letter
+that cannot be sent whole keeps its headers and a truncated value, says so in a header, and the
 app keeps running -- across restarts too.
 """
 

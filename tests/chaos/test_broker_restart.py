@@ -1,4 +1,4 @@
-"""Broker stop and restart (issue 16, item 3): the app leaves RUNNING while it owns no tasks, resumes
+"""Broker stop and restart (docs/reliability.md): the app leaves RUNNING while it owns no tasks, resumes
 with exact state when the broker comes back, gives up (exit 1) when it does not, never re-creates its
 topics with wrong partition counts, and logs connection errors rate-limited.
 

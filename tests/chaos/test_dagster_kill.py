@@ -1,6 +1,6 @@
 """A lakehouse run killed with SIGKILL mid-commit, then retried, ends with an uninterrupted run's tables.
 
-Issue 16. The pass (ingest job: Kafka → bronze and the silver dimensions; daily job: silver events,
+The pass (ingest job: Kafka → bronze and the silver dimensions; daily job: silver events,
 quarantine and gold) runs in a process of its own (``tests/chaos/dagster_run.py``, its own local Spark)
 that kills itself at one Delta commit: during a bronze commit (files published, log entry not
 written), between a silver table's write and its commit, and right after a gold table's commit (the

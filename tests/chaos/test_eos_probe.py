@@ -1,4 +1,4 @@
-"""Exactly-once on a broker that shows aborted records must say so at start (issue 16, item 4)."""
+"""Exactly-once on a broker that shows aborted records must say so at start."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """kill -9 storms against two instances: the stores end exactly at the truth, no output is lost.
 
-Issue 16: a count without the record cache, killed 20 times with a 30 s commit interval, ended 72.7 %
-over the truth -- the store ran ahead of the committed offsets and replayed input was counted again.
+A store must never run ahead of the committed offsets: when it did, a count without the record cache,
+killed 20 times with a 30 s commit interval, ended 72.7 % over the truth (replayed input was counted
+again).
 These trials kill instances (standbys on and off) and then compare every key's count in the stores,
 read through interactive queries, with the true count of inputs. Kills alternate between two kinds:
 
@@ -10,8 +11,8 @@ read through interactive queries, with the true count of inputs. Kills alternate
   acknowledged but before the input offsets are committed (``tests.chaos.apps:counts``), a window of a
   few milliseconds no outside kill hits reliably. Under at-least-once the survivor then takes every task
   over before the victim restarts, so a standby is promoted on a changelog that ends on a marker which
-  never became valid. (Issue 16's "+30 on Apache Kafka with standbys": a promoted standby kept such
-  uncommitted records.)
+  never became valid. (A promoted standby that kept such uncommitted records ended +30 over the truth
+  on Apache Kafka with standbys.)
 """
 
 from __future__ import annotations

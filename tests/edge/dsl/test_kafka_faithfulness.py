@@ -1,7 +1,7 @@
 """Kafka Streams is the spec: programs ported from Kafka's own tests (KStreamKTableJoinTest,
 KStreamImplTest, StreamsBuilderTest, KTableFilterTest, RepartitionOptimizingTest) must print Kafka's
-describe() text line for line and produce Kafka's outputs, and the behaviours issue 12 lists as
-"differs from Kafka Streams today" must now be Kafka's.
+describe() text line for line and produce Kafka's outputs, and every behaviour that once differed
+from Kafka Streams must now be Kafka's.
 
 The expected topology strings below are copied verbatim from Kafka's tests (apache/kafka, trunk).
 """
@@ -854,7 +854,7 @@ def test_merge_repartition_topics_after_one_key_change():
             assert d.create_output_topic("reduced", S, S).read_key_values_to_map() == {"a": "aa", "b": "b"}
 
 
-# -- issue 26: Kafka 4.1 behaviours found by comparing with Kafka's own tests --------------------------
+# -- Kafka 4.1 behaviours found by comparing with Kafka's own tests ----------------------------------
 class _Capture(Processor):
     """Kafka's MockApiProcessor: (key, value or Change, timestamp) of every record it gets."""
 

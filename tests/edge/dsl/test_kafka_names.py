@@ -1,7 +1,7 @@
-"""The names Kafka Streams users look for (issue 26 item 6): ``edge.KafkaStreams``, ``edge.Stores`` with
-its suppliers (accepted by ``Materialized.as_`` and choosing the in-memory or RocksDB store), and the
-uncaught exception handler's ``StreamThreadExceptionResponse``. No broker: the runtime is constructed,
-never started.
+"""The names Kafka Streams users look for: ``edge.KafkaStreams``, ``edge.Stores`` with its suppliers
+(accepted by ``Materialized.as_`` and choosing the in-memory or RocksDB store), and the uncaught
+exception handler's ``StreamThreadExceptionResponse``. No broker: the runtime is constructed, never
+started.
 """
 
 from __future__ import annotations

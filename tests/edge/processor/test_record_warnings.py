@@ -1,4 +1,4 @@
-"""Per-record warnings are summarised, the dropped-records metric stays exact (issue 25, "Floods").
+"""Per-record warnings are summarised, the dropped-records metric stays exact.
 
 A late batch (``streamhouse generate`` after the demo) used to print one ``Skipping record for expired
 window`` line per record -- 9,316 of them -- and each bad record under log-and-continue a ~300-character

@@ -1,5 +1,6 @@
 """Internal topics are validated (exact partition counts, missing ones created) and clients never
-auto-create topics; librdkafka's connection errors are logged rate-limited (issue 16, item 3)."""
+auto-create topics; librdkafka's connection errors are logged rate-limited (docs/reliability.md,
+broker restarts)."""
 
 from __future__ import annotations
 

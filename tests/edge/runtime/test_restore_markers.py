@@ -1,11 +1,12 @@
-"""Restoring an at-least-once changelog over a former standby's state (issue 16), on the real broker.
+"""Restoring an at-least-once changelog over a former standby's state, on the real broker.
 
 A standby applies every changelog record it reads and checkpoints at the last commit marker it saw,
 without knowing whether that marker's input offsets were ever committed (the writer may have died
 between acknowledging the marker and committing). A restore over such a directory reads the
 checkpointed marker itself first: committed, the state is restored on from there; not committed (or
-not there), the store must be rebuilt from scratch. Issue 16's "+30 on some keys" was a promoted standby
-trusted on an uncommitted marker, and on a checkpoint without any marker (start offset 0).
+not there), the store must be rebuilt from scratch. Otherwise a promoted standby trusted on an
+uncommitted marker, or on a checkpoint without any marker (start offset 0), ends with counts above the
+truth on some keys (the kill storms of docs/reliability.md saw +30).
 """
 
 from __future__ import annotations

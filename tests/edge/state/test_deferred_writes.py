@@ -1,4 +1,4 @@
-"""Deferred writes: an active task's store never publishes uncommitted writes (issue 16).
+"""Deferred writes: an active task's store never publishes uncommitted writes.
 
 Writes wait in the store's buffer until ``persist()`` (the runtime calls it after the commit); reads,
 scans and the size metric see them without writing them; a close without a commit drops them.

@@ -1,4 +1,4 @@
-"""Versioned stores under the at-least-once commit rule (issue 16): deferred writes and compensations.
+"""Versioned stores under the at-least-once commit rule: deferred writes and compensations.
 
 An active task's versioned store keeps its writes (latest values and history) in memory until the
 runtime persists them after the commit, and a restore undoes orphan changelog records (written after the
