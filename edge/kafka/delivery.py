@@ -4,8 +4,8 @@ librdkafka tells of a record it could not deliver only through that record's del
 broker rejecting it (over the topic's ``max.message.bytes``), a message timeout, or a topic that does
 not exist (reported only after ``topic.metadata.propagation.max.ms``, 30 s). ``flush()`` then returns 0
 as if all went well, so a tool that only looks at ``flush()`` reports success for records that are gone
-(issue 25: ``streamhouse topics produce no-such-topic`` waited 30 s, printed "sent 1 records" and exited
-0). Every command that writes to Kafka (``streamhouse topics produce``, ``streamhouse generate``, the
+(``streamhouse topics produce no-such-topic`` waited 30 s, printed "sent 1 records" and exited 0).
+Every command that writes to Kafka (``streamhouse topics produce``, ``streamhouse generate``, the
 ``generate_sample_events`` job, the demo) sends through a :class:`DeliveryTracker`, which checks the
 topics up front, registers itself as the delivery callback, stops at the first failure and raises
 :class:`DeliveryError` naming the topic, the partition and the broker's error.

@@ -1,5 +1,5 @@
 """The demo says what its long steps are doing and separates this run's rows from the tables' totals
-(issue 25: ``ingest_job`` printed nothing for 47 s; "version 1, 10,000 rows" did not say whose rows)."""
+(``ingest_job`` used to print nothing for 47 s, and "version 1, 10,000 rows" did not say whose rows)."""
 
 from __future__ import annotations
 

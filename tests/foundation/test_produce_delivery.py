@@ -1,4 +1,4 @@
-"""Issue 25: every command that writes to Kafka checks every delivery and fails, saying why, when one fails.
+"""Every command that writes to Kafka checks every delivery and fails, saying why, when one fails.
 
 ``streamhouse topics produce no-such-topic`` used to wait 30 s, print "sent 1 records" and exit 0 with the
 record gone. Now a missing topic is named at once and a record the client or the broker refused fails the

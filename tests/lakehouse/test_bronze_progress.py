@@ -1,5 +1,5 @@
 """A running bronze ingest reports its progress (records so far, records/s), so the demo's longest step is
-not silent (issue 25: ``ingest_job`` printed nothing for 47 s)."""
+not silent (``ingest_job`` used to print nothing for 47 s)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""A Spark session starts without the log4j noise it printed on every run (issue 25: the demo printed 7
-Spark/log4j lines before doing anything), while Spark's real warnings still show."""
+"""A Spark session starts without the log4j noise it printed on every run (the demo printed 7 Spark/log4j
+lines before doing anything), while Spark's real warnings still show."""
 
 from __future__ import annotations
 

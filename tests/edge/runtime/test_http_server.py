@@ -1,6 +1,6 @@
 """The edge app's HTTP server (interactive queries, /metrics, /health) under hostile or careless clients.
 
-Issue 30: idle connections must not hold a thread each forever, a burst of connects must not be
+Idle connections must not hold a thread each forever, a burst of connects must not be
 dropped by a tiny listen backlog, a client that hangs up early must not flood the log with tracebacks,
 and a page in the user's browser must not read stores through a DNS-rebound name (``Host`` check).
 
