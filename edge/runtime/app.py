@@ -1,15 +1,26 @@
 """StreamsApp: runs a topology against Kafka (Kafka Streams' ``KafkaStreams`` for one instance).
 
-This module holds the lifecycle: the public API, setup (clients, internal topics, handlers) and the
-stream thread's outer loop. The rest of the class lives beside it, one job per module, as mixins:
-:mod:`edge.runtime.processing` (the poll loop), :mod:`edge.runtime.record_order` (which task processes
-which record, in what order), :mod:`edge.runtime.rebalance` (rebalance callbacks) and
-:mod:`edge.runtime.shutdown` (failures and shutdown); :mod:`edge.runtime.signals` handles SIGTERM/SIGINT.
+This module holds the public API and the setup: it validates the topics, builds the clients and every
+collaborator of the stream thread once, each with its dependencies given, and releases them at the end.
+The collaborators, one job per module (Kafka Streams' names in brackets):
 
-One instance = one stream thread (this module's loop) + one HTTP thread (interactive queries and
-``/metrics``) + one metadata thread. The loop owns every task, store, consumer and producer; the HTTP
-thread never touches a store directly -- it submits queries that the loop runs between batches, so
-stores need no locking.
+* :class:`~edge.runtime.stream_thread.StreamThread` (StreamThread) -- the loop: consume, process,
+  punctuate, commit, answer queries; :mod:`edge.runtime.record_order` routes records to tasks;
+* :class:`~edge.runtime.task_manager.TaskManager` (TaskManager) -- active, standby and global tasks:
+  creation with restore, commit, rebalance (:mod:`edge.runtime.rebalance` adapts librdkafka's callbacks);
+* :class:`~edge.runtime.commit.Committer` and :class:`~edge.runtime.producer.KafkaCollector`
+  (StreamsProducer, RecordCollector) -- the commit protocol and the producers;
+* :class:`~edge.runtime.restore.ChangelogReader` (the restore consumer of StoreChangelogReader);
+* :class:`~edge.runtime.outage.OutageWatchdog` -- outage and fencing recovery;
+* :class:`~edge.runtime.shutdown.Shutdown` -- what a failure leads to, and the shutdown sequence;
+* :class:`~edge.runtime.stores.StoreProvider` (QueryableStoreProvider) -- the stores, as interactive
+  queries and metrics see them.
+
+:mod:`edge.runtime.signals` handles SIGTERM/SIGINT.
+
+One instance = one stream thread + one HTTP thread (interactive queries and ``/metrics``) + one metadata
+thread. The stream thread owns every task, store, consumer and producer; the HTTP thread never touches a
+store directly -- it submits queries that the loop runs between batches, so stores need no locking.
 
 Assignment: the instance subscribes to every source topic with group ``application.id`` (range
 assignor), so partition *p* of co-partitioned topics lands on the same instance; task (sub-topology,
@@ -28,7 +39,7 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 
 from edge.errors import StreamhouseError
 from edge.kafka import BrokerProfile, KafkaClientConfig
@@ -36,32 +47,24 @@ from edge.processor.config import StreamsConfig as TaskConfig
 from edge.processor.handlers import (
     DeadLetterQueueHandler,
 )
-from edge.runtime.commit import Committer, ProducerFencedError
-from edge.runtime.config import (
-    REPLACE_THREAD,
-    SHUTDOWN_CLIENT,
-    StreamsConfig,
-    StreamsConfigError,
-)
-from edge.runtime.connectivity import ClusterUnavailableError, ClusterWatchdog, ConnectionLogLimiter
+from edge.runtime.commit import Committer
+from edge.runtime.config import StreamsConfig, StreamsConfigError
+from edge.runtime.connectivity import ClusterWatchdog, ConnectionLogLimiter
 from edge.runtime.global_state import GlobalState
 from edge.runtime.metadata import InstanceInfo, MetadataService
 from edge.runtime.outage import OutageWatchdog
-from edge.runtime.processing import ProcessingLoop
 from edge.runtime.producer import KafkaCollector
-from edge.runtime.rebalance import RebalanceCallbacks
-from edge.runtime.record_order import RecordRouter
 from edge.runtime.restore import ChangelogReader
-from edge.runtime.shutdown import FailureAndShutdown
+from edge.runtime.shutdown import Shutdown, UncaughtExceptionHandler
 from edge.runtime.standby import StandbyManager
 from edge.runtime.state import Lifecycle, State, StateListener
-from edge.runtime.statedir import lock_state_dir, persisted_instance_id
+from edge.runtime.statedir import lock_state_dir, persisted_instance_id, unlock_state_dir
 from edge.runtime.stats import CountingHandler, RuntimeStats, build_handler
 from edge.runtime.stores import TaskStoreProvider
-from edge.runtime.tasks import TaskFactory, TaskRegistry
+from edge.runtime.stream_thread import Query, StreamThread
+from edge.runtime.task_manager import TaskManager
+from edge.runtime.tasks import TaskRegistry
 from edge.runtime.topics import (
-    InternalTopicPartitionsError,
-    MissingTopicError,
     TopicPlan,
     metadata_topic_name,
     plan_topics,
@@ -69,12 +72,6 @@ from edge.runtime.topics import (
 )
 
 log = logging.getLogger(__name__)
-
-UncaughtExceptionHandler = Callable[[BaseException], str]
-
-#: Errors that end the instance whatever the uncaught exception handler answers: replacing the stream
-#: thread cannot fix a missing or mis-partitioned topic, nor bring the cluster back.
-FATAL_ERRORS = (ClusterUnavailableError, MissingTopicError, InternalTopicPartitionsError)
 
 
 def resolve_topology(obj: Any, optimization: str | None = None) -> Any:
@@ -93,7 +90,7 @@ def resolve_topology(obj: Any, optimization: str | None = None) -> Any:
     )
 
 
-class StreamsApp(ProcessingLoop, RebalanceCallbacks, FailureAndShutdown):
+class StreamsApp:
     def __init__(self, topology: Any, config: StreamsConfig | Mapping[str, Any], **objects: Any) -> None:
         if not isinstance(config, StreamsConfig):
             config = StreamsConfig.from_mapping(config, **objects)
@@ -103,59 +100,51 @@ class StreamsApp(ProcessingLoop, RebalanceCallbacks, FailureAndShutdown):
         self.topology = resolve_topology(topology, config.topology_optimization)
         self.lifecycle = Lifecycle()
         self.stats = RuntimeStats()
+        #: asks the stream thread to stop (close(), signals, a SHUTDOWN_APPLICATION request)
         self._stop = threading.Event()
+        #: set as the shutdown starts (rebalances then take no tasks, outages drop and resume none)
+        self._closing = threading.Event()
         self._thread: threading.Thread | None = None
-        self._queries: queue.SimpleQueue[tuple[Callable[[], Any], Future]] = queue.SimpleQueue()
+        #: interactive queries waiting for the stream thread (run between batches)
+        self._queries: queue.SimpleQueue[Query] = queue.SimpleQueue()
         self._uncaught_handler: UncaughtExceptionHandler | None = None
         self._lock_fd: int | None = None
         self.instance_id: str = ""
-        self.fenced = False
-        self.error: BaseException | None = None
-        self.plan: TopicPlan | None = None
-        self.http: Any = None
-        self.metadata: MetadataService | None = None
-        self.registry: TaskRegistry | None = None
-        self.global_state: GlobalState | None = None
-        self.standby: StandbyManager | None = None
-        self.restoring = False
         self.advertised_server = config.application_server
         #: exactly-once only: the broker passed the aborted-records probe (None: not probed / unknown)
         self.broker_hides_aborted: bool | None = None
-        #: an exception raised inside a rebalance callback, re-raised by the loop after consume() returns
-        self._callback_error: BaseException | None = None
-        self._closing = False
-        #: between a revocation and the next assignment (leaving the group then confuses some brokers)
-        self._in_rebalance = False
         #: librdkafka's log lines and errors of every client, connection failures rate-limited
         self.connection_log = ConnectionLogLimiter()
-        #: how long the cluster has been unreachable (set up with the consumer's session timeout)
-        self.watchdog: ClusterWatchdog | None = None
-        #: outage and fencing recovery (set up with the watchdog)
-        self.outage: OutageWatchdog | None = None
-        # built once by _setup (start()); None before, and again once _release_resources dropped them
+        # -- built once by _setup (start()); None before. The clients are None again once released.
         self.client: KafkaClientConfig | None = None
+        self.plan: TopicPlan | None = None
         self.task_config: TaskConfig | None = None
         self._client_id = ""
         self._producer_conf: dict[str, Any] = {}
         self._consumer_base: dict[str, Any] = {}
+        #: the stream thread's producer (transactional under exactly-once; replaced after a long outage)
         self.producer: Producer | None = None
         #: output records under at-least-once (reports only failed deliveries; see KafkaCollector)
         self.sink_producer: Producer | None = None
         self.collector: KafkaCollector | None = None
         self.consumer: Consumer | None = None
+        #: how long the cluster has been unreachable (set up with the consumer's session timeout)
+        self.watchdog: ClusterWatchdog | None = None
+        #: outage and fencing recovery
+        self.outage: OutageWatchdog | None = None
+        #: the restorer: one consumer for every changelog restore
         self.reader: ChangelogReader | None = None
-        self.router: RecordRouter | None = None
-        self.committer: Committer | None = None
-        self.factory: TaskFactory | None = None
+        #: the active tasks and the routes of their input partitions (owned by the task manager)
+        self.registry: TaskRegistry | None = None
         #: the stores of the active tasks and the global ones, for interactive queries and metrics
         self.stores: TaskStoreProvider | None = None
+        self.committer: Committer | None = None
+        self.http: Any = None
+        self.metadata: MetadataService | None = None
+        self.tasks: TaskManager | None = None
+        self._shutdown: Shutdown | None = None
+        self._stream: StreamThread | None = None
         self._store_catalog: dict[str, dict[str, Any]] = {}
-        #: sub-topologies that may have standby tasks (computed on first use)
-        self._eligible_cache: set[int] | None = None
-        #: bumped by every rebalance callback: the consumer's assignment can only have changed when it
-        #: moved (the processing loop re-reads ``consumer.assignment()`` -- a round trip to librdkafka's
-        #: main thread -- only then, not once per batch)
-        self._assignment_version = 0
 
     # -- public API -----------------------------------------------------------------------------------
     @property
@@ -166,6 +155,29 @@ class StreamsApp(ProcessingLoop, RebalanceCallbacks, FailureAndShutdown):
         self.lifecycle.add_listener(listener)
 
     set_state_listener = add_state_listener
+
+    @property
+    def error(self) -> BaseException | None:
+        """What ended the stream thread with an error (None while running, or after a clean shutdown)."""
+        return None if self._shutdown is None else self._shutdown.error
+
+    @property
+    def fenced(self) -> bool:
+        """A newer instance with our transactional.id fenced this one."""
+        return self._shutdown is not None and self._shutdown.fenced
+
+    @property
+    def restoring(self) -> bool:
+        """Stores are being restored (queries answer 503 meanwhile)."""
+        return self.tasks is not None and self.tasks.restoring
+
+    @property
+    def global_state(self) -> GlobalState | None:
+        return None if self.tasks is None else self.tasks.global_state
+
+    @property
+    def standby(self) -> StandbyManager | None:
+        return None if self.tasks is None else self.tasks.standby
 
     def set_uncaught_exception_handler(self, handler: UncaughtExceptionHandler) -> None:
         """``handler(exc)`` returns ``"shutdown_client"`` or ``"shutdown_application"``."""
@@ -186,8 +198,9 @@ class StreamsApp(ProcessingLoop, RebalanceCallbacks, FailureAndShutdown):
             self._release_resources()
             raise
         self.lifecycle.transition(State.REBALANCING)
+        assert self._stream is not None
         self._thread = threading.Thread(
-            target=self._run, name=f"streamhouse-{cfg.application_id}", daemon=True
+            target=self._stream.run, name=f"streamhouse-{cfg.application_id}", daemon=True
         )
         self._thread.start()
 
@@ -370,12 +383,11 @@ class StreamsApp(ProcessingLoop, RebalanceCallbacks, FailureAndShutdown):
         self.outage = OutageWatchdog(
             watchdog,
             self.connection_log,
-            self,
             bootstrap_servers=cfg.bootstrap_servers,
             exactly_once=cfg.exactly_once,
             transaction_timeout_ms=cfg.transaction_timeout_ms,
             cluster_unavailable_timeout_ms=cfg.cluster_unavailable_timeout_ms,
-            closing=lambda: self._closing,
+            closing=self._closing.is_set,
         )
         self.collector.cluster_unreachable = lambda: not watchdog.reachable
         self.reader = ChangelogReader(
@@ -384,15 +396,8 @@ class StreamsApp(ProcessingLoop, RebalanceCallbacks, FailureAndShutdown):
             timeout_ms=cfg.restore_timeout_ms,
             silent_ahead_s=5.0 if client.profile is BrokerProfile.EMBEDDED else None,
         )
-        self.global_state = None
         self.registry = TaskRegistry(self.plan.subtopology_of_topic(), cfg.max_task_idle_ms)
         self.stores = TaskStoreProvider(self.registry, lambda: self.global_state)
-        self.router = RecordRouter(
-            self.registry,
-            self._consumer_error,
-            lambda: self.consumer,
-            buffered_per_partition=cfg.buffered_records_per_partition,
-        )
         self.committer = Committer(
             self.consumer,
             self.producer,
@@ -429,6 +434,68 @@ class StreamsApp(ProcessingLoop, RebalanceCallbacks, FailureAndShutdown):
             lambda new, old: self.metadata and self.metadata.update_local(state=new.value)
         )
         self._store_catalog = self._build_store_catalog()
+        self._build_stream_thread()
+
+    def _build_stream_thread(self) -> None:
+        """The stream thread and its task manager and shutdown sequence, on the clients built above."""
+        cfg = self.config
+        plan, client, metadata, outage = self.plan, self.client, self.metadata, self.outage
+        consumer, collector, committer = self.consumer, self.collector, self.committer
+        assert plan is not None and client is not None and metadata is not None and outage is not None
+        assert consumer is not None and collector is not None and committer is not None
+        assert self.registry is not None and self.reader is not None and self.task_config is not None
+        assert self.stores is not None
+        self.tasks = TaskManager(
+            config=cfg,
+            topology=self.topology,
+            task_config=self.task_config,
+            plan=plan,
+            instance_id=self.instance_id,
+            registry=self.registry,
+            consumer=consumer,
+            collector=collector,
+            committer=committer,
+            reader=self.reader,
+            metadata=metadata,
+            outage=outage,
+            lifecycle=self.lifecycle,
+            stats=self.stats,
+            stop=self._stop,
+            aux_consumer_conf=self._aux_consumer_conf,
+            check_topics=lambda: validate_topics(plan, client),
+            replace_producer=self._replace_producer,
+        )
+        self._shutdown = Shutdown(
+            config=cfg,
+            tasks=self.tasks,
+            committer=committer,
+            metadata=metadata,
+            lifecycle=self.lifecycle,
+            stats=self.stats,
+            connection_log=self.connection_log,
+            closing=self._closing,
+            uncaught_handler=lambda: self._uncaught_handler,
+            release=self._release_resources,
+        )
+        self._stream = StreamThread(
+            config=cfg,
+            client=client,
+            plan=plan,
+            consumer=consumer,
+            collector=collector,
+            committer=committer,
+            reader=self.reader,
+            metadata=metadata,
+            outage=outage,
+            tasks=self.tasks,
+            stores=self.stores,
+            shutdown=self._shutdown,
+            stats=self.stats,
+            stop=self._stop,
+            closing=self._closing,
+            queries=self._queries,
+            replace_producer=self._replace_producer,
+        )
 
     def _probe_exactly_once(self) -> None:
         """Warn when exactly-once runs on a broker that shows aborted records to read_committed readers
@@ -491,102 +558,7 @@ class StreamsApp(ProcessingLoop, RebalanceCallbacks, FailureAndShutdown):
     def store_catalog(self) -> dict[str, dict[str, Any]]:
         return self._store_catalog
 
-    # -- the stream thread ------------------------------------------------------------------------------
-    def _run(self) -> None:
-        cfg = self.config
-        try:
-            self._start_global()
-            self.standby = (
-                StandbyManager(
-                    topology=self.topology,
-                    task_config=self.task_config,
-                    application_id=cfg.application_id,
-                    state_dir=Path(cfg.state_dir),
-                    consumer_config=self._aux_consumer_conf("standby"),
-                    batch_records=cfg.max_poll_records,
-                    markers=not cfg.exactly_once,
-                )
-                if cfg.num_standby_replicas > 0
-                else None
-            )
-            self.factory = TaskFactory(
-                topology=self.topology,
-                task_config=self.task_config,
-                application_id=cfg.application_id,
-                state_dir=Path(cfg.state_dir),
-                collector=self.collector,
-                changelog_sink=self.collector.changelog_sink(),
-                global_stores=self.global_state.stores if self.global_state else {},
-                reader=self.reader,
-                exactly_once=cfg.exactly_once,
-                on_restore=self._on_restored,
-                committed_offsets=self._committed_offsets,
-            )
-            assert self.plan is not None
-            topics = self.plan.source_topics()
-            if topics:
-                self.consumer.subscribe(
-                    topics,
-                    on_assign=self._guarded(self._on_assign),
-                    on_revoke=self._guarded(self._on_revoke),
-                    on_lost=self._guarded(self._on_lost),
-                )
-            else:
-                self.lifecycle.transition(State.RUNNING)
-            while True:
-                try:
-                    self._loop()
-                    break
-                except FATAL_ERRORS as exc:
-                    self._on_uncaught(exc, SHUTDOWN_CLIENT)
-                    return
-                except BaseException as exc:
-                    if self.outage is not None and self.outage.tasks_migrated(exc):
-                        self.drop_tasks(f"{type(exc).__name__}: {exc}", resume=True)
-                        continue
-                    if isinstance(exc, ProducerFencedError):
-                        raise
-                    response = self._decide(exc)
-                    if response != REPLACE_THREAD or self.committer.fatal:
-                        self._on_uncaught(exc, response)
-                        return
-                    self._replace_thread(exc)
-        except ProducerFencedError as exc:
-            self.fenced = True
-            log.error("%s; shutting this instance down", exc)
-            self._shutdown(clean=False, final=State.NOT_RUNNING)
-            return
-        except BaseException as exc:
-            self._on_uncaught(exc)
-            return
-        self._shutdown(clean=True, final=State.NOT_RUNNING)
-
-    def _start_global(self) -> None:
-        assert self.plan is not None
-        if not self.plan.global_topics:
-            return
-        gst = next(st for st in self.topology.subtopologies() if st.is_global)
-        self.global_state = GlobalState(
-            topology=self.topology,
-            subtopology_id=gst.id,
-            topic_partitions=self.plan.global_topics,
-            task_config=self.task_config,
-            collector=self.collector,
-            application_id=self.config.application_id,
-            state_dir=Path(self.config.state_dir),
-            consumer_config=self._aux_consumer_conf("global"),
-            batch_records=self.config.restore_batch_records,
-            timeout_ms=self.config.restore_timeout_ms,
-            silent_ahead_s=self.reader.silent_ahead_s,
-        )
-        self.restoring = True
-        try:
-            self.global_state.bootstrap()
-        finally:
-            self.restoring = False
-            self.stats.restores.extend(self.global_state.progress)
-
-    # -- contact with the cluster -------------------------------------------------------------------------
+    # -- librdkafka callbacks of the stream thread's clients ------------------------------------------------
     def _on_stream_client_error(self, err: KafkaError) -> None:
         """error_cb of the stream consumer and producer (see OutageWatchdog.on_client_error); before the
         watchdog is set up, only logged."""
@@ -599,84 +571,13 @@ class StreamsApp(ProcessingLoop, RebalanceCallbacks, FailureAndShutdown):
         if self.outage is not None:
             self.outage.on_producer_stats(raw)
 
-    def _wait_out_abandoned_commit(self, timeout_s: float) -> None:
-        """The stream thread's turn while an abandoned offset commit holds the consumer (its tasks are
-        already dropped): it serves the producer, whose statistics keep the watchdog informed, the
-        interactive queries and the give-up deadline, and uses the consumer again once the commit has
-        ended, which it does when the cluster answers."""
-        self.committer.wait_for_abandoned(timeout_s)
-        self._run_queries()
-        if self.outage is not None:
-            self.outage.give_up_if_expired()
+    def _on_stats(self, raw: str) -> None:
+        """stats_cb of the stream consumer: served inside ``consume()``, so only once the thread runs."""
+        if self._stream is not None:
+            self._stream.on_stats(raw)
 
-    # -- OutageActions: the runtime's side of an outage's recovery (called on the stream thread) ----------
-    def drop_tasks(self, reason: str, *, resume: bool) -> None:
-        """Kafka Streams' handleLostAll: close every active task without committing (its stores fall
-        back to the last commit), discard what the producer still holds of the uncommitted work, and
-        report REBALANCING until tasks are assigned again."""
-        registry = self.registry
-        assert registry is not None and self.outage is not None
-        keys = sorted(registry.tasks)
-        self.outage.tasks_dropping(reason, keys, resume=resume)
-        collector = self.collector
-        if not self.config.exactly_once and collector is not None and self.producer is not None:
-            # records of uncommitted work are produced again when it is redone; delivered now they would
-            # only be orphans after the changelogs' last commit marker (in-flight ones may still land:
-            # the restore's markers handle those, as after a crash)
-            for producer in collector.producers:
-                with contextlib.suppress(Exception):
-                    producer.purge(in_queue=True, in_flight=False, blocking=False)
-                    producer.poll(0)
-            collector.first_error = None
-            collector.changelog_offsets.clear()
-            collector.marker_due.clear()
-        for key in keys:
-            active = registry.remove(key)
-            if active is not None:
-                with contextlib.suppress(Exception):
-                    active.task.close(dirty=True)
-        self._publish_assignment()
-        self.lifecycle.transition(State.REBALANCING, strict=False)
-
-    def check_topics(self) -> list[str]:
-        assert self.plan is not None and self.client is not None
-        return validate_topics(self.plan, self.client)
-
-    def resume_tasks(self) -> None:
-        """The cluster answers again: check the topics (a broker may have lost them), then resume the
-        partitions the consumer still holds from their committed offsets. When the group dropped this
-        member meanwhile, the consumer rejoins by itself and ``_on_assign`` creates the tasks."""
-        assert self.registry is not None
-        created = self.check_topics()
-        if created:
-            log.warning("the cluster had lost internal topic(s) %s: created them again", created)
-        self.replace_producer()
-        assignment = self.consumer.assignment()
-        log.info(
-            "the Kafka cluster at %s answers again; %s",
-            self.config.bootstrap_servers,
-            f"resuming {len(assignment)} partitions from the last commit" if assignment else "rejoining",
-        )
-        registry = self.registry
-        idle = [
-            tp
-            for tp in assignment
-            if not any(k in registry.tasks for k in registry.keys_for([(tp.topic, tp.partition)]))
-        ]
-        if not idle:
-            return
-        for tp in self.consumer.committed(idle, timeout=30):
-            if tp.error is not None:
-                raise KafkaException(tp.error)
-            offset = tp.offset if tp.offset >= 0 else OFFSET_BEGINNING
-            self.consumer.seek(TopicPartition(tp.topic, tp.partition, offset))
-        keys = registry.keys_for([(tp.topic, tp.partition) for tp in idle])
-        self._create_tasks(keys)
-        self._publish_assignment()
-        self._reconcile_standbys()
-        self.lifecycle.transition(State.RUNNING, strict=False)
-
-    def replace_producer(self) -> None:
+    # -- the clients ----------------------------------------------------------------------------------------
+    def _replace_producer(self) -> None:
         """Exactly-once: start over with a new transactional producer, as Kafka Streams' handleLostAll
         does under exactly_once_v2. The open transaction outlived ``transaction.timeout.ms`` during the
         outage: the coordinator has aborted it and bumped the producer epoch, so the old producer is
@@ -684,6 +585,8 @@ class StreamsApp(ProcessingLoop, RebalanceCallbacks, FailureAndShutdown):
         if not self.config.exactly_once:
             return
         old, conf = self.producer, self._producer_conf
+        collector, committer, outage = self.collector, self.committer, self.outage
+        assert old is not None and collector is not None and committer is not None and outage is not None
         with contextlib.suppress(Exception):
             old.purge(in_queue=True, in_flight=True, blocking=False)
         producer = Producer(conf)
@@ -692,9 +595,7 @@ class StreamsApp(ProcessingLoop, RebalanceCallbacks, FailureAndShutdown):
         except KafkaException as exc:
             raise StreamhouseError(f"could not initialise the transactional producer again: {exc}") from exc
         self.producer = producer
-        if self.outage is not None:
-            self.outage.producer_replaced()
-        collector, committer = self.collector, self.committer
+        outage.producer_replaced()
         collector.replace_producer(producer)
         collector.first_error = None
         collector.changelog_offsets.clear()
@@ -703,29 +604,43 @@ class StreamsApp(ProcessingLoop, RebalanceCallbacks, FailureAndShutdown):
         committer.fatal = False
         log.info("exactly-once: a new transactional producer replaces the one of before the outage")
 
-    # -- statistics ------------------------------------------------------------------------------------------
-    def _on_stats(self, raw: str) -> None:
-        try:
-            import orjson
-
-            data = orjson.loads(raw)
-        except Exception:
-            return
-        if self.outage is not None:
-            self.outage.cluster.observe_stats(data.get("brokers") or {})
+    def _release_resources(self) -> None:
+        """Close every client (the stream thread's, the standby and global ones, restore, metadata, HTTP)
+        and release the state directory; also after a failed start, with whatever was built."""
+        committer = self.committer
+        consumer_held = committer is not None and committer.consumer_held
+        if consumer_held:
+            # closing would wait behind it for as long as the cluster stays away
+            log.warning(
+                "an offset commit abandoned during the outage still holds the stream consumer: it is "
+                "not closed (the group drops this member after its session timeout)"
+            )
+        elif self._stream is not None:
+            self._stream.finish_rebalance()
+        consumer = None if consumer_held else self.consumer
+        tasks_clients = self.tasks.close_clients() if self.tasks is not None else []
+        for name, action in (
+            *tasks_clients,
+            ("consumer", lambda: consumer is not None and consumer.close()),
+            ("sink producer", lambda: self.sink_producer is not None and self.sink_producer.flush(5)),
+            ("producer", lambda: self.producer is not None and self.producer.flush(5)),
+            ("restore", lambda: self.reader is not None and self.reader.close()),
+            ("metadata", lambda: self.metadata and self.metadata.stop()),
+            ("http", lambda: self.http and self.http.stop()),
+        ):
             try:
-                self.outage.check()
-            except BaseException as exc:
-                # raised by the loop after consume() returns, like a rebalance callback's error
-                if self._callback_error is None:
-                    self._callback_error = exc
-        lag: dict[tuple[str, int], int] = {}
-        for topic, t in (data.get("topics") or {}).items():
-            for pid, p in (t.get("partitions") or {}).items():
-                pnum = int(pid)
-                if pnum < 0:
-                    continue
-                value = p.get("consumer_lag", -1)
-                if value >= 0:
-                    lag[(topic, pnum)] = value
-        self.stats.consumer_lag = lag
+                action()
+            except Exception:
+                log.exception("closing the %s client failed", name)
+        # drop the client handles so librdkafka's threads end now, not whenever the app is collected
+        self.producer = self.sink_producer = self.consumer = None
+        if self.collector is not None:
+            self.collector.release_clients()
+        if committer is not None:
+            committer.release_clients()
+        if self._stream is not None:
+            self._stream.release_clients()
+        if self._lock_fd is not None:
+            with contextlib.suppress(OSError):
+                unlock_state_dir(self._lock_fd)
+            self._lock_fd = None

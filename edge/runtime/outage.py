@@ -17,8 +17,9 @@ transaction and bumping the producer epoch, so the producer of before the outage
 migration, not a second instance with our transactional.id: the producer is replaced when the tasks resume
 (``replace_producer``).
 
-The runtime's side of the recovery (tasks, producer, topics) is reached through :class:`OutageActions`,
-so this module knows nothing of how tasks are held.
+The runtime's side of the recovery (tasks, producer, topics) is reached through :class:`OutageActions`
+(the stream thread), passed to :meth:`OutageWatchdog.check`, so this module knows nothing of how tasks
+are held.
 """
 
 from __future__ import annotations
@@ -83,7 +84,6 @@ class OutageWatchdog:
         self,
         cluster: ClusterWatchdog,
         connection_log: ConnectionLogLimiter,
-        actions: OutageActions,
         *,
         bootstrap_servers: str,
         exactly_once: bool,
@@ -93,7 +93,6 @@ class OutageWatchdog:
     ) -> None:
         self.cluster = cluster
         self.connection_log = connection_log
-        self.actions = actions
         self.bootstrap_servers = bootstrap_servers
         self.exactly_once = exactly_once
         self.transaction_timeout_ms = transaction_timeout_ms
@@ -169,7 +168,7 @@ class OutageWatchdog:
         return isinstance(err, KafkaError) and err.code() in MIGRATED_CODES
 
     # -- the stream thread's checks -----------------------------------------------------------------------
-    def check(self) -> None:
+    def check(self, actions: OutageActions) -> None:
         """On the stream thread (statistics callback): drop the tasks once the cluster has been gone for
         a session timeout, give up after ``cluster.unavailable.timeout.ms``, resume once it is back."""
         wd = self.cluster
@@ -178,7 +177,7 @@ class OutageWatchdog:
         self.give_up_if_expired()
         if wd.lost:
             if not self.resume_pending:
-                self.actions.drop_tasks(
+                actions.drop_tasks(
                     f"no broker of the Kafka cluster at {self.bootstrap_servers} answered for "
                     f"{wd.unavailable_for:.0f} s",
                     resume=True,
@@ -190,12 +189,12 @@ class OutageWatchdog:
             self.resume_pending = False
             self.outages_seen = wd.outages
             self.connection_log.reachable_again()
-            self.actions.resume_tasks()
+            actions.resume_tasks()
         elif wd.outages != self.outages_seen:
             # a short outage (the tasks were kept): the broker may still have restarted without its topics
             self.outages_seen = wd.outages
             self.connection_log.reachable_again()
-            created = self.actions.check_topics()
+            created = actions.check_topics()
             if created:
                 log.warning("the cluster had lost internal topic(s) %s: created them again", created)
 
@@ -224,13 +223,13 @@ class OutageWatchdog:
                 self.cluster_unavailable_timeout_ms,
             )
 
-    def assigned(self) -> None:
+    def assigned(self, replace_producer: Callable[[], None]) -> None:
         """The group assigned partitions: back after an outage, they start from the commit (with a new
         transactional producer under exactly-once)."""
         if self.resume_pending:
             self.resume_pending = False
             self.connection_log.reachable_again()
-            self.actions.replace_producer()
+            replace_producer()
 
     def producer_replaced(self) -> None:
         self.fenced_in_outage = False

@@ -19,28 +19,11 @@ from edge.runtime.connectivity import ClusterWatchdog, ConnectionLogLimiter
 from edge.runtime.outage import OutageWatchdog
 
 
-class _NoActions:
-    """The runtime's side of a recovery: classification never calls it."""
-
-    def drop_tasks(self, reason: str, *, resume: bool) -> None:
-        raise AssertionError("not called")
-
-    def resume_tasks(self) -> None:
-        raise AssertionError("not called")
-
-    def check_topics(self) -> list[str]:
-        raise AssertionError("not called")
-
-    def replace_producer(self) -> None:
-        raise AssertionError("not called")
-
-
 def _outage(guarantee: str) -> OutageWatchdog:
     """The stream thread's outage handling, as an instance with the default settings has it."""
     return OutageWatchdog(
         ClusterWatchdog(lost_after_s=45.0, give_up_after_s=300.0),
         ConnectionLogLimiter(),
-        _NoActions(),
         bootstrap_servers="127.0.0.1:9092",
         exactly_once=guarantee == "exactly_once_v2",
         transaction_timeout_ms=10_000,
