@@ -74,7 +74,7 @@ JAVA_ONLY: Mapping[str, str] = {
 
 #: Kafka Streams settings accepted but not acted on here, and why (a properties file must still run)
 STREAMS_NOT_APPLIED: Mapping[str, str] = {
-    "num.stream.threads": "an instance runs one stream thread; start more instances to use more cores",
+    "num.stream.threads": "a StreamsApp is one stream thread (`streamhouse edge run` starts N processes)",
     "acceptable.recovery.lag": "tasks are assigned eagerly; warm-up replicas are not implemented",
     "max.warmup.replicas": "tasks are assigned eagerly; warm-up replicas are not implemented",
     "probing.rebalance.interval.ms": "tasks are assigned eagerly; probing rebalances are not implemented",

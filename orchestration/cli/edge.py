@@ -11,7 +11,6 @@ count), 3 when a newer instance fenced it.
 
 from __future__ import annotations
 
-import importlib
 import logging
 import sys
 from pathlib import Path
@@ -19,31 +18,7 @@ from typing import Any
 
 import click
 
-from edge.errors import StreamhouseError
-
-
-class AppLoadError(StreamhouseError):
-    pass
-
-
-def load_app_object(spec: str) -> Any:
-    module_name, sep, attr = spec.partition(":")
-    if not sep or not module_name or not attr:
-        raise AppLoadError(f"expected MODULE:ATTR (e.g. myapp.wordcount:topology), got {spec!r}")
-    if str(Path.cwd()) not in sys.path:
-        sys.path.insert(0, str(Path.cwd()))
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        if exc.name and module_name.startswith(exc.name):
-            raise AppLoadError(f"module {module_name!r} not found (is it on PYTHONPATH?)") from exc
-        raise
-    obj: Any = module
-    for part in attr.split("."):
-        if not hasattr(obj, part):
-            raise AppLoadError(f"module {module_name!r} has no attribute {attr!r}")
-        obj = getattr(obj, part)
-    return obj
+from edge.app_spec import AppLoadError, load_app_object
 
 
 def read_properties(path: Path) -> dict[str, str]:
@@ -100,6 +75,13 @@ def edge() -> None:
 @click.option(
     "-c", "--config", "overrides", multiple=True, help="Any runtime setting as key=value (repeatable)."
 )
+@click.option(
+    "--workers",
+    type=click.IntRange(1, 256),
+    default=None,
+    help="Stream workers of this instance, each a process (Kafka's num.stream.threads, which sets it too; "
+    "default 1). Use one per core.",
+)
 @click.option("--log-level", default="INFO", show_default=True)
 def run(
     app_spec: str,
@@ -110,6 +92,7 @@ def run(
     server: str | None,
     properties_file: Path | None,
     overrides: tuple[str, ...],
+    workers: int | None,
     log_level: str,
 ) -> None:
     """Start one instance of the app MODULE:ATTR and run until SIGTERM/SIGINT.
@@ -119,8 +102,8 @@ def run(
     restore.consumer./global.consumer. ones to that client; settings the edge does not know are logged
     and ignored, as Kafka Streams does.
     """
-    from edge.runtime import State, StreamsApp
-    from edge.runtime.signals import install_shutdown_handlers
+    from edge.runtime import StreamsApp
+    from edge.runtime.instance import run_instance
     from orchestration.settings import load_settings
 
     logging.basicConfig(
@@ -152,23 +135,49 @@ def run(
     if server:
         values["application.server"] = server
     values.update(overrides_map)
-    app = StreamsApp(obj, values)
-    app.start()
+    threads = values.pop("num.stream.threads", None)
+    count = workers or _positive_int("num.stream.threads", threads) or 1
+    if count > 1:
+        sys.exit(_run_workers(app_spec, app_id, values, count, log_level))
 
-    install_shutdown_handlers(app)
+    def announce(app: StreamsApp) -> None:
+        click.echo(
+            f"edge app {app_id!r} instance {app.instance_id} running; queries and /metrics on "
+            f"http://{app.advertised_server}",
+            err=True,
+        )
+
+    code = run_instance(obj, values, announce=announce)
+    if code:
+        sys.exit(code)
+
+
+def _positive_int(key: str, value: Any) -> int | None:
+    if value is None:
+        return None
+    try:
+        number = int(str(value).strip())
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise click.BadParameter(f"{key} must be a whole number >= 1, got {value!r}")
+    return number
+
+
+def _run_workers(app_spec: str, app_id: str, values: dict[str, Any], count: int, log_level: str) -> int:
+    """Run the app as ``count`` worker processes behind this instance's address until SIGTERM/SIGINT."""
+    import signal
+
+    from edge.runtime.workers import StreamWorkers
+
+    supervisor = StreamWorkers(app_spec, values, count, log_level=log_level)
+    supervisor.start()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: supervisor.request_shutdown())
     click.echo(
-        f"edge app {app_id!r} instance {app.instance_id} running; queries and /metrics on "
-        f"http://{app.advertised_server}",
+        f"edge app {app_id!r} running as {count} workers (pids "
+        f"{', '.join(str(w.process.pid) for w in supervisor.workers)}); queries, /health and /metrics on "
+        f"http://{supervisor.advertised_server}",
         err=True,
     )
-    while app.wait(0.5) not in (State.NOT_RUNNING, State.ERROR):
-        pass
-    app.close(30)
-    if app.fenced:
-        click.echo("this instance was fenced by a newer instance with the same transactional.id", err=True)
-        sys.exit(3)
-    if app.state is State.ERROR:
-        if isinstance(app.error, StreamhouseError):
-            # the reason in one line at the end (the log above has the details)
-            click.echo(f"error: {app.error}", err=True)
-        sys.exit(1)
+    return supervisor.run()

@@ -236,6 +236,7 @@ def test_a_kafka_streams_properties_file_runs_unchanged(
             proc.kill()
         reader.close()
     assert proc.returncode == 0, err[-3000:]
-    for ignored in ("num.stream.threads", "acceptable.recovery.lag", "max.warmup.replicas"):
+    assert "running as 3 workers" in err  # num.stream.threads=3: three worker processes
+    for ignored in ("acceptable.recovery.lag", "max.warmup.replicas", "probing.rebalance.interval.ms"):
         assert f"the configuration '{ignored}' was supplied but is ignored" in err
     assert "unknown streams setting" not in err and "Traceback" not in err

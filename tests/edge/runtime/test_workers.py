@@ -1,0 +1,129 @@
+"""An instance with N stream workers (processes): every core, one address.
+
+Before, ``num.stream.threads`` was not supported and one instance used one core. Now ``streamhouse edge
+run --workers N`` (or ``num.stream.threads=N``) runs N group members as processes behind the instance's
+``application.server``: health of the whole instance, merged metrics, queries answered by whichever
+worker hosts the key.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+
+from edge.runtime.workers import merge_metrics
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def test_metrics_of_the_workers_merge_into_one_exposition():
+    worker = """# HELP records_total Records processed.
+# TYPE records_total counter
+records_total{task="0_0"} 5
+records_total{task="0_1"} 7
+# HELP up Up.
+# TYPE up gauge
+up 1
+"""
+    merged = merge_metrics([(0, worker), (1, worker.replace(" 5", " 6"))])
+    lines = merged.splitlines()
+    assert lines.count("# TYPE records_total counter") == 1 and lines.count("# TYPE up gauge") == 1
+    assert lines[:6] == [
+        "# HELP records_total Records processed.",
+        "# TYPE records_total counter",
+        'records_total{worker="0",task="0_0"} 5',
+        'records_total{worker="0",task="0_1"} 7',
+        'records_total{worker="1",task="0_0"} 6',
+        'records_total{worker="1",task="0_1"} 7',
+    ]
+    assert lines[-2:] == ['up{worker="0"} 1', 'up{worker="1"} 1']
+
+
+def _get(url: str) -> tuple[int, dict]:
+    try:
+        with urllib.request.urlopen(url, timeout=10) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read() or b"{}")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.broker
+@pytest.mark.slow
+@pytest.mark.timeout(240)
+def test_two_workers_share_the_partitions_behind_one_address(kafka_broker, make_topic, unique_name, tmp_path):
+    source, sink = make_topic("lines", 2), make_topic("counts", 2)
+    port = _free_port()
+    env = {**os.environ, "REPLAY_IN": source, "REPLAY_OUT": sink}
+    env = {k: v for k, v in env.items() if k != "STREAMHOUSE_BROKER_PROFILE"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "orchestration.cli.main", "edge", "run", "tests.replay.apps:wordcount",
+         "--application-id", unique_name("wc"), "--bootstrap-servers", kafka_broker.bootstrap_servers,
+         "--state-dir", str(tmp_path / "state"), "--server", f"127.0.0.1:{port}",
+         "-c", "num.stream.threads=2", "-c", "commit.interval.ms=200"],
+        cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    front = f"http://127.0.0.1:{port}"
+    try:
+        producer = Producer(kafka_broker.producer(partitioner="murmur2_random"))
+        words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"]
+        for i, word in enumerate(words):
+            producer.produce(source, f"{word} {word}".encode(), str(i).encode())
+        assert producer.flush(10) == 0
+        deadline = time.monotonic() + 150
+        health: dict = {}
+        while time.monotonic() < deadline:
+            with_status = _get(f"{front}/health") if _listening(port) else (0, {})
+            status, health = with_status
+            if status == 200 and health.get("state") == "RUNNING":
+                break
+            time.sleep(0.5)
+        assert health.get("state") == "RUNNING", health
+        workers = health["workers"]
+        assert [w["worker"] for w in workers] == [0, 1] and len({w["pid"] for w in workers}) == 2
+        assert len({w["instance"] for w in workers}) == 2  # two group members with their own identity
+        # every key answers through the one address, whichever worker hosts it
+        for word in words:
+            answer: dict = {}
+            while time.monotonic() < deadline:
+                status, answer = _get(f"{front}/v1/stores/counts-store/keys/{word}")
+                if status == 200 and answer.get("value") == 2:
+                    break
+                time.sleep(0.3)
+            assert answer.get("value") == 2, (word, answer)
+        _, metadata = _get(f"{front}/v1/metadata")
+        hosting = [i for i in metadata["instances"] if i.get("partitions") or i.get("active")]
+        assert len(hosting) == 2, metadata  # both workers hold tasks
+        with urllib.request.urlopen(f"{front}/metrics", timeout=10) as response:
+            metrics = response.read().decode()
+        assert 'worker="0"' in metrics and 'worker="1"' in metrics
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=90)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err[-3000:]
+    assert "running as 2 workers" in err
+    for w in workers:
+        with pytest.raises(ProcessLookupError):
+            os.kill(w["pid"], 0)
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
