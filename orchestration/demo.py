@@ -499,14 +499,7 @@ def run_demo(
     from assets import sample_data
     from orchestration.definitions import build_definitions
     from orchestration.partitions import DAILY
-    from orchestration.pipeline import (
-        QUIET_RUN_CONFIG,
-        bronze_summary,
-        daily_summary,
-        materializations,
-        run_daily,
-        run_ingest,
-    )
+    from orchestration.pipeline import QUIET_RUN_CONFIG, bronze_summary, daily_summary, run_daily, run_ingest
     from orchestration.resources import ExistingSparkResource
 
     summary = DemoSummary()
@@ -571,7 +564,7 @@ def run_demo(
                 ):
                     ingest = run_ingest(defs, instance, run_config=QUIET_RUN_CONFIG, on_event=progress)
                 summary.add("Bronze", bronze_summary(ingest, settings.lake_root / "bronze"))
-                written = {f"bronze/{t}": n for t, n in ingest.records.items()}
+                written = rows_written([ingest.result])
                 # A daily partition exists once its day is over: today's (sessions reach D+1) is not one yet.
                 days = [d for d in ingest.affected_days if DAILY.has_partition_key(d)]
                 with step(f"daily_job: silver, quarantine and gold for {len(days)} day(s)"):
@@ -583,18 +576,14 @@ def run_demo(
                 # the tables' rows go to the summary's table of this run vs the totals (lake_tables)
                 rows = daily_summary(days, results, time.perf_counter() - started)
                 summary.add(*rows[0])
-                for res in results:
-                    for key, meta in materializations(res).items():
-                        if key.startswith(("silver/", "quarantine/", "gold/")):
-                            written[key] = written.get(key, 0) + int(meta.get("rows_written", 0) or 0)
+                written = rows_written(results, written)
             with step("edge app revenue (examples.revenue) over the orders"):
                 edge = run_edge_revenue(settings, client, topic_prefix, summary)
             with step("edge app sessions (examples.click_sessions) over the clicks"):
                 sessions = run_edge_sessions(settings, client, topic_prefix, summary)
             with step("ingest_job again: only the edge output is new"), RunProgress("ingest_job") as progress:
                 again = run_ingest(defs, instance, run_config=QUIET_RUN_CONFIG, on_event=progress)
-            for t, n in again.records.items():
-                written[f"bronze/{t}"] = written.get(f"bronze/{t}", 0) + n
+            written = rows_written([again.result], written)
             others = sum(n for t, n in again.records.items() if t != sample_data.EDGE_REVENUE)
             summary.add(
                 "Bronze, edge output",
@@ -651,6 +640,24 @@ def _compare(
         f"{orders.get('duplicate', 0) + clicks.get('duplicate', 0)} duplicated, "
         f"{orders.get('late', 0)} orders late",
     )
+
+
+def rows_written(results: list[Any], into: dict[str, int] | None = None) -> dict[str, int]:
+    """Rows each table got from these runs, by ``layer/table`` (the last two parts of the table's
+    ``table_uri``: an asset's key can differ, ``quarantine/orders_quarantine`` writes
+    ``quarantine/orders``), added to ``into``: bronze's ``records``, the others' ``rows_written``."""
+    from orchestration.pipeline import materializations
+
+    out = dict(into or {})
+    for result in results:
+        for meta in materializations(result).values():
+            uri = str(meta.get("table_uri") or "")
+            rows = meta.get("records", meta.get("rows_written"))
+            if not uri or rows is None:
+                continue
+            name = "/".join(uri.rstrip("/").split("/")[-2:])
+            out[name] = out.get(name, 0) + int(rows)
+    return out
 
 
 def lake_tables(lake_root: Path, written: dict[str, int]) -> list[TableRows]:

@@ -13,7 +13,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from edge.errors import StreamhouseError
+from edge.errors import SerdeError, StreamhouseError
 from edge.processor.record import Headers
 from edge.processor.record_warnings import warn_record
 
@@ -102,28 +102,28 @@ ERROR_TEXT_LIMIT = 160
 
 
 def _short(exc: BaseException) -> str:
-    """The error in one line: its type and the first line of its message, bounded. A ``SerdeError``'s
-    reason without the position it appends (the warning names topic, partition and offset itself)."""
-    text = str(getattr(exc, "reason", None) or exc)
+    """The error in one line, bounded: the first line of its message. A ``SerdeError`` gives its reason
+    (what could not be read, with which serde, and why) without the position it appends (the warning
+    names topic, partition and offset itself) and without its advice after ``"; "`` (the same on every
+    record); any other error is named by its type."""
+    reason = getattr(exc, "reason", None)
+    if isinstance(exc, SerdeError) and reason:
+        text, prefix = str(reason).split("; ", 1)[0], ""
+    else:
+        text, prefix = str(exc), f"{type(exc).__name__}: "
     first = text.strip().split("\n", 1)[0]
     if len(first) > ERROR_TEXT_LIMIT:
         first = first[: ERROR_TEXT_LIMIT - 1] + "…"
-    return f"{type(exc).__name__}: {first}"
+    return prefix + first
 
 
 def _skipping(error: ErrorContext) -> tuple[str, tuple[Any, ...]]:
     """Kafka's ``Skipping record due to deserialization error. topic=[..] partition=[..] offset=[..]``
-    (``processing error`` for the other kind), then the task and the error in one short line."""
+    (``processing error`` for the other kind), then the error in one short line (the task and the full
+    error are in the dead letter's headers and the error counters)."""
     return (
-        "Skipping record due to %s error. topic=[%s] partition=[%s] offset=[%s] (task %s): %s",
-        (
-            error.kind.value,
-            error.topic,
-            error.partition,
-            error.offset,
-            error.task_id,
-            _short(error.exception),
-        ),
+        "Skipping record due to %s error. topic=[%s] partition=[%s] offset=[%s]: %s",
+        (error.kind.value, error.topic, error.partition, error.offset, _short(error.exception)),
     )
 
 

@@ -125,9 +125,10 @@ def _summarise(
 ) -> None:
     example = msg % args if args else msg
     logger.warning(
-        "%s: %s more records in the last %.0f s; the latest: %s",
+        "%s: %s more %s in the last %.0f s; the latest: %s",
         cause,
         f"{count:,}",
+        "record" if count == 1 else "records",
         seconds,
         example,
     )

@@ -19,7 +19,7 @@ from rich.console import Console
 
 from assets.bronze.ingest import IngestProgress
 from assets.delta.arrow_writer import write_delta_arrow
-from orchestration.demo import DemoSummary, RunProgress, TableRows, lake_tables, tables_table
+from orchestration.demo import DemoSummary, RunProgress, TableRows, lake_tables, rows_written, tables_table
 from orchestration.jobs import INGEST_JOB
 from orchestration.pipeline import run_ingest
 
@@ -34,19 +34,25 @@ def _bronze_orders(context) -> MaterializeResult:  # unannotated: Dagster reject
     context.log.info(IngestProgress("orders", 4_000, 2.0).line())  # what ingest_topic reports running
     context.log.info(IngestProgress("orders", 10_000, 4.0, done=True).line())
     context.log.info("orders: committed 10,000 records as version 3")  # not progress: not printed
-    return MaterializeResult(
-        metadata={"records": 10_000, "event_dates": ["2026-01-05"], "ingest_seconds": 4.0}
-    )
+    meta = {
+        "records": 10_000,
+        "event_dates": ["2026-01-05"],
+        "ingest_seconds": 4.0,
+        "table_uri": "/l/bronze/orders",
+    }
+    return MaterializeResult(metadata=meta)
 
 
-@asset(key=["silver", "customers"], deps=[_bronze_orders])
-def _silver_customers() -> None:
+@asset(key=["quarantine", "customers_quarantine"], deps=[_bronze_orders])
+def _quarantine_customers() -> MaterializeResult:
     time.sleep(0.05)
+    # an asset whose key is not its table's name: the demo goes by the table's URI
+    return MaterializeResult(metadata={"table_uri": "/l/quarantine/customers", "rows_written": 7})
 
 
 def test_the_ingest_prints_bronze_records_per_second_and_the_steps_as_the_run_goes() -> None:
     defs = Definitions(
-        assets=[_bronze_orders, _silver_customers], jobs=[define_asset_job(INGEST_JOB, selection="*")]
+        assets=[_bronze_orders, _quarantine_customers], jobs=[define_asset_job(INGEST_JOB, selection="*")]
     )
     out, text = _console()
     instance = DagsterInstance.ephemeral()
@@ -62,12 +68,17 @@ def test_the_ingest_prints_bronze_records_per_second_and_the_steps_as_the_run_go
         "    bronze orders: 10,000 records in 4.0s (2,500 records/s, done)",
     ]
     # the other steps with their time (bronze steps report themselves)
-    assert len(lines) == 3 and lines[2].startswith("    silver__customers: "), lines
+    assert len(lines) == 3 and lines[2].startswith("    quarantine__customers_quarantine: "), lines
+    # the rows each table got, for the summary's "rows this run", added to the earlier runs' of the demo
+    assert rows_written([summary.result], {"bronze/orders": 5}) == {
+        "bronze/orders": 10_005,
+        "quarantine/customers": 7,
+    }
 
 
 def test_short_steps_are_not_printed() -> None:
     defs = Definitions(
-        assets=[_bronze_orders, _silver_customers], jobs=[define_asset_job(INGEST_JOB, selection="*")]
+        assets=[_bronze_orders, _quarantine_customers], jobs=[define_asset_job(INGEST_JOB, selection="*")]
     )
     out, text = _console()
     instance = DagsterInstance.ephemeral()
@@ -76,7 +87,7 @@ def test_short_steps_are_not_printed() -> None:
             run_ingest(defs, instance, on_event=progress)
     finally:
         instance.dispose()
-    assert [line for line in text.getvalue().splitlines() if "silver" in line] == []
+    assert [line for line in text.getvalue().splitlines() if "quarantine" in line] == []
 
 
 def test_the_summary_separates_this_runs_rows_from_the_table_totals(tmp_path: Path) -> None:
