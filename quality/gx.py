@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from quality.docs_assets import localize
 from quality.engine import Batch, Outcome
 from quality.suites import Suite
 
@@ -66,12 +67,21 @@ def gx_suite(suite: Suite) -> Any:
     return out
 
 
+#: What an expectation's action does when it fails, as its Data Docs line says it.
+ON_FAILURE = {"fail": "blocks downstream", "warn": "warns", "drop": "quarantines the row"}
+
+
 def _configuration(e: Any, cls: Any) -> Any:
+    """The GX configuration of ``e``. Data Docs show a configuration's ``description`` in place of
+    GX's own wording, beside the status icon: it names the expectation and, last, what its action does
+    on failure. (It began with ``[fail]`` for a ``fail`` action, which read as the status of a passed
+    expectation.)"""
+    text = f"{e.name}: {e.description}" if e.description else e.name
     return cls(
         type=e.gx_type,
         kwargs=dict(e.gx_kwargs),
         meta={"name": e.name, "action": e.action, "severity": e.severity, "kind": e.kind},
-        description=f"[{e.action}] {e.name}: {e.description}" if e.description else f"[{e.action}] {e.name}",
+        description=f"{text} (if violated: {ON_FAILURE.get(e.action, e.action)}, action {e.action!r})",
     )
 
 
@@ -110,18 +120,48 @@ def validation_result(
             "unsuccessful_expectations": len(outcomes) - passed,
             "success_percent": 100.0 * passed / len(outcomes) if outcomes else 100.0,
         },
+        # The index lists a validation only if GX can name its asset: ``batch_spec.data_asset_name``,
+        # else ``active_batch_definition.data_asset_name`` (a None there raised, and GX skipped every
+        # validation with a log line: the index listed none).
         meta={
             "run_id": RunIdentifier(run_name=run_name, run_time=run_time),
-            "batch_spec": {"table": batch.table, "uri": batch.uri, "delta_version": batch.version},
+            "batch_spec": {
+                "data_asset_name": suite.table,
+                "table": batch.table,
+                "uri": batch.uri,
+                "delta_version": batch.version,
+            },
             "batch_markers": {"days": [d.isoformat() for d in batch.days or []], "rows": batch.rows},
-            "active_batch_definition": None,
+            "active_batch_definition": {
+                "datasource_name": "streamhouse",
+                "data_connector_name": batch.engine or "delta",
+                "data_asset_name": suite.table,
+                "batch_identifiers": {"batch": batch.label},
+            },
             "checkpoint_name": None,
         },
     )
 
 
+#: The project's one Data Docs site, as GX names it in a new project.
+SITE = "local_site"
+SITE_CONFIG: dict[str, Any] = {
+    "class_name": "SiteBuilder",
+    # GX's how-to buttons, tutorial links and the walkthrough dialog that covers each validation page
+    # on opening (once its JavaScript loads, as it now does offline) are for GX newcomers, not for
+    # reading this project's results.
+    "show_how_to_buttons": False,
+    "store_backend": {
+        "class_name": "TupleFilesystemStoreBackend",
+        "base_directory": "uncommitted/data_docs/local_site/",
+    },
+    "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
+}
+
+
 def _context(docs_dir: Path) -> Any:
-    """The file-backed GX project under ``docs_dir`` (created on first use), one per process."""
+    """The file-backed GX project under ``docs_dir`` (created on first use, its site configured as
+    ``SITE_CONFIG``), one per process."""
     gx = _import_gx()
     key = str(docs_dir.resolve())
     with _LOCK:
@@ -129,8 +169,15 @@ def _context(docs_dir: Path) -> Any:
         if ctx is None:
             docs_dir.mkdir(parents=True, exist_ok=True)
             ctx = gx.get_context(mode="file", project_root_dir=str(docs_dir))
+            if dict((ctx.config.data_docs_sites or {}).get(SITE) or {}) != SITE_CONFIG:
+                ctx.update_data_docs_site(SITE, SITE_CONFIG)
             _CONTEXTS[key] = ctx
         return ctx
+
+
+def site_path(docs_dir: Path) -> Path:
+    """The root of the Data Docs site (``index.html``, ``validations/``, ``static/``)."""
+    return docs_dir / "gx" / "uncommitted" / "data_docs" / SITE
 
 
 def data_docs(
@@ -163,18 +210,37 @@ def data_docs(
         )
         ctx.validation_results_store.set(ident, result)
         ctx.build_data_docs(resource_identifiers=[ident, suite_id], build_index=build_index)
-        sites = ctx.get_docs_sites_urls(resource_identifier=ident)
-    url = sites[0]["site_url"]
+        page = _page(ctx, ident)
+        pages = [page, _page(ctx, suite_id)] + ([index_path(docs_dir)] if build_index else [])
+        localize(pages, site_path(docs_dir))
+    return page
+
+
+def _page(ctx: Any, resource: Any) -> Path:
+    url = ctx.get_docs_sites_urls(resource_identifier=resource, site_name=SITE)[0]["site_url"]
     return Path(url.removeprefix("file://"))
 
 
 def build_index(docs_dir: Path) -> Path:
-    """Render the Data Docs index page (every stored validation); returns its path."""
+    """Render the Data Docs index page (every stored validation); returns its path.
+
+    Only the index: GX's builder renders a page for every stored suite and validation when given no
+    resource identifiers (each run's pages are rendered by ``data_docs`` already, and re-rendering
+    them all undid their local asset links), so it is given one that names no stored resource.
+    """
+    from great_expectations.data_context.types.resource_identifiers import ExpectationSuiteIdentifier
+
     ctx = _context(docs_dir)
     with _LOCK:
-        ctx.build_data_docs(resource_identifiers=[], build_index=True)
+        ctx.build_data_docs(
+            resource_identifiers=[ExpectationSuiteIdentifier(name=_NO_RESOURCE)], build_index=True
+        )
+        localize([index_path(docs_dir)], site_path(docs_dir))
     return index_path(docs_dir)
 
+
+#: A suite name no suite has (``build_index`` renders no page but the index).
+_NO_RESOURCE = "streamhouse.index-only"
 
 #: A scheduled index build waits this long after the last validation asked for it (the checks of one
 #: run come in a burst: one build covers them all).
@@ -233,4 +299,4 @@ atexit.register(flush_index)
 
 
 def index_path(docs_dir: Path) -> Path:
-    return docs_dir / "gx" / "uncommitted" / "data_docs" / "local_site" / "index.html"
+    return site_path(docs_dir) / "index.html"

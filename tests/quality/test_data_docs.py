@@ -1,0 +1,89 @@
+"""Data Docs as a user opens them: built from a real validation (a Delta table measured by the engine,
+clean then with a bad row), the index lists every run with its suite, asset, time and status; no page
+loads CSS or JS from the network (the assets are served from beside the site); and each expectation's
+status on a validation page is the one it had."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.quality.data_docs_probe import (
+    CLEAN_RUN,
+    DIRTY_RUN,
+    FAILING,
+    PASSING,
+    TABLE,
+    ProbeDocs,
+    build_probe_docs,
+)
+
+#: a stylesheet, a script or an image the browser fetches when the page opens
+FETCHED = re.compile(r"<(?:link|script|img)\b[^>]*?\b(?:href|src)=\"([^\"]+)\"", re.S)
+
+
+@pytest.fixture(scope="module")
+def probe(tmp_path_factory: pytest.TempPathFactory) -> ProbeDocs:
+    root = tmp_path_factory.mktemp("data-docs")
+    return build_probe_docs(root / "lake", root / "state" / "quality")
+
+
+def _validation_rows(index: Path) -> list[dict]:
+    """The rows of the index's validation table (bootstrap-table data, a Python literal in the page)."""
+    html = index.read_text()
+    rows = []
+    for data in re.findall(r"data: (\[.*?\]),\s*toolbar:", html, re.S):
+        rows += [r for r in ast.literal_eval(data) if "validations/" in r.get("_table_row_link_path", "")]
+    return rows
+
+
+def _row_of(html: str, expectation: str) -> str:
+    """The validation page's table row of one expectation (its status cell and its description)."""
+    rows = [tr for tr in re.split(r"<tr\b", html) if f"{expectation}:" in tr]
+    assert len(rows) == 1, f"{expectation}: {len(rows)} rows"
+    return rows[0]
+
+
+def test_index_lists_every_validation_with_suite_asset_time_and_status(probe: ProbeDocs) -> None:
+    rows = {r["run_name"]: r for r in _validation_rows(probe.index)}
+    assert set(rows) == {CLEAN_RUN, DIRTY_RUN}
+    site = probe.index.parent
+    for run, row in rows.items():
+        assert row["_expectation_suite_name_sort"] == TABLE
+        assert row["asset_name"] == TABLE
+        assert row["run_time"] and row["_run_time_sort"]
+        assert row["_validation_success_text"] == ("Success" if probe.success[run] else "Failed")
+        assert (site / row["_table_row_link_path"]).resolve() == probe.pages[run].resolve()
+
+
+def test_pages_load_no_css_or_js_from_the_network(probe: ProbeDocs) -> None:
+    suite_page = probe.index.parent / "expectations" / "gold" / "dd_probe.html"
+    for page in [probe.index, suite_page, *probe.pages.values()]:
+        html = page.read_text()
+        fetched = FETCHED.findall(html)
+        assert fetched, page
+        remote = [u for u in fetched if re.match(r"(?:https?:)?//", u)]
+        assert remote == [], f"{page.name} fetches {remote}"
+        # every local asset is there, next to the site
+        missing = [u for u in fetched if not (page.parent / u.split("?")[0]).is_file()]
+        assert missing == [], f"{page.name} references missing {missing}"
+    # font-awesome's fonts (the status icons) are served too
+    css = next(u for u in FETCHED.findall(probe.index.read_text()) if u.endswith("all.min.css"))
+    fonts = re.findall(r"url\(([^)]+\.woff2)\)", (probe.index.parent / css).read_text())
+    assert fonts and all(((probe.index.parent / css).parent / f).is_file() for f in fonts)
+
+
+def test_each_expectation_shows_the_status_it_had(probe: ProbeDocs) -> None:
+    for run, page in probe.pages.items():
+        html = page.read_text()
+        expected = {PASSING: True, FAILING: run == CLEAN_RUN}
+        for name, passed in expected.items():
+            row = _row_of(html, name)
+            assert ("fa-check-circle text-success" in row) is passed, (run, name)
+            assert ("fa-times text-danger" in row) is not passed, (run, name)
+        # an expectation's action is not written where a status is read: "[fail] id_not_null"
+        assert not re.search(r"\[(?:fail|warn|drop)\]", html)
+    assert "Status:" in probe.pages[DIRTY_RUN].read_text()
