@@ -1,12 +1,14 @@
 """Local brokers for runs and tests: a single-node Apache Kafka run from jars that ``make install``
 resolves with Maven (the default shared broker, topics on disk) and the embedded Kafka-compatible Tansu
 broker (topics in memory; the tests' default, and the fallback without Kafka's jars). See ``local``.
+``cluster.KafkaCluster`` runs N Apache Kafka nodes for replication and failover.
 
 Real deployments point ``bootstrap.servers`` at any Kafka cluster; this package only exists so that a
 fresh machine can run the whole platform with no Docker.
 """
 
 from edge.broker.binary import BrokerBinaryNotFoundError, resolve_tansu_binary
+from edge.broker.cluster import KafkaCluster
 from edge.broker.embedded import (
     BrokerAlreadyRunningError,
     BrokerError,
@@ -38,6 +40,7 @@ __all__ = [
     "BrokerPortInUseError",
     "BrokerStartError",
     "EmbeddedBroker",
+    "KafkaCluster",
     "KafkaDistributionError",
     "LocalBroker",
     "broker_status",

@@ -11,11 +11,13 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import time
 from dataclasses import asdict
 from pathlib import Path
 
 from edge.broker.binary import resolve_tansu_binary
+from edge.broker.cluster import KafkaCluster
 from edge.broker.kafka import ApacheKafkaBroker
 from edge.broker.process import (
     LOOPBACK,
@@ -46,6 +48,7 @@ __all__ = [
     "broker_status",
     "ensure_recorded_broker",
     "free_port",
+    "node_status",
     "port_is_free",
     "read_record",
     "start_recorded_broker",
@@ -122,6 +125,7 @@ def read_record(state_dir: Path) -> BrokerInfo | None:
     path = _record_path(state_dir)
     try:
         data = json.loads(path.read_text())
+        data["nodes"] = tuple(data.get("nodes") or ())
         return BrokerInfo(**data)
     except FileNotFoundError:
         return None
@@ -130,22 +134,67 @@ def read_record(state_dir: Path) -> BrokerInfo | None:
 
 
 def broker_status(state_dir: Path) -> tuple[BrokerInfo | None, bool]:
-    """The recorded broker and whether it is alive and accepting connections."""
+    """The recorded broker and whether it is alive and accepting connections (a cluster: any node is,
+    so a cluster with a node down is still the one to use, and to stop before starting another)."""
     info = read_record(state_dir)
     if info is None:
         return None, False
-    alive = pid_alive(info.pid) and accepts_connections(info.host, info.port)
-    return info, alive
+    return info, any(alive for _node, alive in node_status(info))
 
 
-def start_recorded_broker(state_dir: Path, port: int | None = None, kind: str = "tansu") -> BrokerInfo:
+def node_status(info: BrokerInfo) -> list[tuple[dict[str, object], bool]]:
+    """Each node of the recorded broker (the one of a single broker) and whether it is up."""
+    nodes = info.nodes or ({"node_id": 1, "pid": info.pid, "port": info.port, "log_path": info.log_path},)
+    return [
+        (node, pid_alive(int(str(node["pid"]))) and accepts_connections(info.host, int(str(node["port"]))))
+        for node in nodes
+    ]
+
+
+def start_recorded_broker(
+    state_dir: Path, port: int | None = None, kind: str = "tansu", brokers: int = 1
+) -> BrokerInfo:
     """Start a detached broker of ``kind`` and record it. Apache Kafka keeps its data (and, when free,
-    its last port) under ``<state_dir>/broker/kafka-data`` across stop/start."""
+    its last port) under ``<state_dir>/broker/kafka-data`` across stop/start; a cluster of ``brokers``
+    Apache Kafka nodes keeps its under ``<state_dir>/broker/kafka-cluster-<brokers>``."""
+    if brokers != 1 and kind != "kafka":
+        raise BrokerError(f"--brokers {brokers} needs Apache Kafka (--kind kafka); Tansu runs one node")
     info, alive = broker_status(state_dir)
     if info is not None and alive:
         raise BrokerAlreadyRunningError(info)
     broker_dir = state_dir / "broker"
-    if kind == "kafka":
+    if kind == "kafka" and brokers != 1:
+        cluster = KafkaCluster(
+            brokers,
+            first_port=port,
+            data_dir=broker_dir / f"kafka-cluster-{brokers}",
+            detached=True,
+            state_dir=state_dir,
+        )
+        infos = cluster.start()
+        nodes = tuple(
+            {
+                "node_id": node.node_id,
+                "pid": node_info.pid,
+                "port": node_info.port,
+                "log_path": node_info.log_path,
+                "data_dir": node_info.data_dir,
+            }
+            for node, node_info in zip(cluster.nodes, infos, strict=True)
+        )
+        first = infos[0]
+        info = BrokerInfo(
+            pid=first.pid,
+            host=first.host,
+            port=first.port,
+            started_at=first.started_at,
+            log_path=first.log_path,
+            binary=first.binary,
+            kind="kafka",
+            data_dir=str(cluster.data_dir),
+            nodes=nodes,
+        )
+    elif kind == "kafka":
         data_dir = broker_dir / "kafka-data"
         last_port = data_dir / "last-port"
         if port is None and last_port.is_file():
@@ -184,9 +233,14 @@ def stop_recorded_broker(state_dir: Path, timeout_s: float | None = None) -> Bro
     info = read_record(state_dir)
     if info is None:
         raise BrokerNotRunningError(f"no local broker is recorded under {state_dir}; nothing to stop")
-    if pid_alive(info.pid):
-        # Apache Kafka shuts down in a controlled way (it flushes its logs); give it longer.
-        default = ApacheKafkaBroker if info.kind == "kafka" else EmbeddedBroker
-        terminate(info.pid, timeout_s if timeout_s is not None else default.stop_timeout_s)
+    # Apache Kafka shuts down in a controlled way (it flushes its logs); give it longer. A cluster's
+    # nodes all get SIGTERM first, so none waits for another to take over its partitions.
+    default = ApacheKafkaBroker if info.kind == "kafka" else EmbeddedBroker
+    live = [pid for pid in info.pids if pid_alive(pid)]
+    for pid in live:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+    for pid in live:
+        terminate(pid, timeout_s if timeout_s is not None else default.stop_timeout_s)
     _record_path(state_dir).unlink(missing_ok=True)
     return info

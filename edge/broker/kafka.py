@@ -231,6 +231,10 @@ class ApacheKafkaBroker(BrokerProcess):
         self.heap = heap
         self.extra_properties = dict(extra_properties or {})
         self._temp_data: Path | None = None
+        #: The KRaft cluster id its storage is formatted with (None: a new random one); every node of a
+        #: cluster shares one.
+        self.cluster_id: str | None = None
+        self._launched_at = 0.0
         #: Seconds the last ``start()`` took: storage format, then JVM launch to ready.
         self.format_seconds = 0.0
         self.ready_seconds = 0.0
@@ -238,12 +242,32 @@ class ApacheKafkaBroker(BrokerProcess):
     def start(self) -> BrokerInfo:
         if self._process is not None:
             return self.info
-        dist = resolve_kafka_distribution(self.state_dir)
-        java = resolve_java()
+        log_path = self.launch()
+        self._wait_ready(log_path)
+        self.ready_seconds = time.monotonic() - self._launched_at
+        return self.info
+
+    def _ports(self) -> tuple[int, int]:
+        """(client port, controller port): the requested or a free client port, a free controller port."""
         port = self._choose_port()
         controller_port = free_port(self.host)
         while controller_port == port:
             controller_port = free_port(self.host)
+        return port, controller_port
+
+    def _properties(self, port: int, controller_port: int, kafka_logs: Path) -> dict[str, str]:
+        """The node's ``server.properties``; a cluster node (``edge/broker/cluster.py``) overrides it."""
+        return server_properties(self.host, port, controller_port, kafka_logs)
+
+    def launch(self) -> Path:
+        """Format the storage if new and start the JVM without waiting for it; the log file's path.
+
+        ``start()`` is ``launch()`` then the readiness wait. A multi-node cluster launches every node
+        first and waits afterwards: a KRaft node answers nothing until a majority of its quorum is up.
+        """
+        dist = resolve_kafka_distribution(self.state_dir)
+        java = resolve_java()
+        port, controller_port = self._ports()
         if self.data_dir is None:
             self._temp_data = Path(tempfile.mkdtemp(prefix="streamhouse-kafka-"))
         data_dir = self.data_dir or self._temp_data
@@ -255,7 +279,7 @@ class ApacheKafkaBroker(BrokerProcess):
         config = data_dir / "config" / "server.properties"
         log4j = data_dir / "config" / "log4j2.properties"
         kafka_logs = data_dir / "kafka-logs"
-        props = server_properties(self.host, port, controller_port, kafka_logs)
+        props = self._properties(port, controller_port, kafka_logs)
         props.update(self.extra_properties)
         _write_properties(config, props)
         log4j.write_text(LOG4J2_PROPERTIES)
@@ -275,7 +299,7 @@ class ApacheKafkaBroker(BrokerProcess):
         if not (kafka_logs / "meta.properties").exists():
             self._format(base, dist, config, log_path)
         self.format_seconds = time.monotonic() - started
-        launched = time.monotonic()
+        self._launched_at = time.monotonic()
         pid = self._launch([*base, "kafka.Kafka", str(config)], log_path)
         self._info = BrokerInfo(
             pid=pid,
@@ -287,12 +311,10 @@ class ApacheKafkaBroker(BrokerProcess):
             kind=self.kind,
             data_dir=str(data_dir),
         )
-        self._wait_ready(log_path)
-        self.ready_seconds = time.monotonic() - launched
-        return self._info
+        return log_path
 
     def _format(self, base: list[str], dist: KafkaDistribution, config: Path, log_path: Path) -> None:
-        cluster_id = f"--cluster-id={new_cluster_id()}"
+        cluster_id = f"--cluster-id={self.cluster_id or new_cluster_id()}"
         cmd = [*base, dist.storage_tool_class(), "format", cluster_id, "-c", str(config)]
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)

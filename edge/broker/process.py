@@ -61,10 +61,22 @@ class BrokerInfo:
     #: ``tansu`` (embedded, in memory) or ``kafka`` (Apache Kafka, data on disk under ``data_dir``).
     kind: str = "tansu"
     data_dir: str | None = None
+    #: A multi-node Apache Kafka cluster (``streamhouse broker start --brokers N``): one entry per node
+    #: (``node_id``, ``pid``, ``port``, ``log_path``, ``data_dir``); the fields above are node 1's. Empty
+    #: for a single broker, so records written before clusters existed still read.
+    nodes: tuple[dict[str, object], ...] = ()
 
     @property
     def bootstrap_servers(self) -> str:
+        """Every node's ``host:port`` for a cluster (a client then survives any one node down)."""
+        if self.nodes:
+            return ",".join(f"{self.host}:{node['port']}" for node in self.nodes)
         return f"{self.host}:{self.port}"
+
+    @property
+    def pids(self) -> list[int]:
+        """Every process of this broker: the nodes' of a cluster, else the one."""
+        return [int(str(node["pid"])) for node in self.nodes] if self.nodes else [self.pid]
 
 
 def free_port(host: str = LOOPBACK) -> int:

@@ -110,8 +110,10 @@ class StreamsConfig:
     #: None = Kafka's default for the guarantee (30 s at-least-once, 100 ms exactly-once)
     commit_interval_ms: int | None = None
     num_standby_replicas: int = 0
-    #: replication factor of the internal topics this app creates (changelog, repartition, metadata, DLQ)
-    replication_factor: int = 1
+    #: replication factor of the internal topics this app creates (changelog, repartition, metadata, DLQ);
+    #: -1 (Kafka Streams' default since 3.0) = the broker's ``default.replication.factor``, so an app needs
+    #: no setting to get a cluster's replication (CreateTopics takes -1 from Kafka 2.4 on)
+    replication_factor: int = -1
     #: advertised ``host:port`` of this instance's query/metrics HTTP server; port 0 = a free port
     application_server: str = "127.0.0.1:0"
     #: interface the HTTP server binds to (loopback unless you mean to expose it)
@@ -210,7 +212,8 @@ class StreamsConfig:
         for key, value, low in (
             ("commit.interval.ms", self.commit_interval_ms, 0),
             ("num.standby.replicas", self.num_standby_replicas, 0),
-            ("replication.factor", self.replication_factor, 1),
+            # -1 is the broker's default; 0 and other negatives are refused as Kafka Streams refuses them
+            ("replication.factor", None if self.replication_factor == -1 else self.replication_factor, 1),
             ("cache.max.bytes.buffering", self.cache_max_bytes, 0),
             ("max.poll.records", self.max_poll_records, 1),
             ("poll.ms", self.poll_ms, 0),
@@ -241,7 +244,8 @@ class StreamsConfig:
             if value is None:
                 continue
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise StreamsConfigError(f"{key} must be an integer >= {low}, got {value!r}")
+                also = " or -1 (the broker's default)" if key == "replication.factor" else ""
+                raise StreamsConfigError(f"{key} must be an integer >= {low}{also}, got {value!r}")
             high = _JAVA_INT_MAX if key in _JAVA_INT_SETTINGS else _JAVA_LONG_MAX
             if value > high:
                 raise StreamsConfigError(f"{key} must be at most {high} (as in Kafka), got {value!r}")

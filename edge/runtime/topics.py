@@ -106,7 +106,7 @@ def plan_topics(
     application_id: str,
     client: KafkaClientConfig,
     *,
-    replication_factor: int = 1,
+    replication_factor: int = -1,
     windowstore_changelog_additional_retention_ms: int = ADDITIONAL_CHANGELOG_RETENTION_MS,
 ) -> TopicPlan:
     existing = partition_counts(client)

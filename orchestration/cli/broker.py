@@ -11,9 +11,11 @@ import time
 
 import click
 
+from edge.broker.cluster import MAX_BROKERS, cluster_min_insync_replicas
 from edge.broker.embedded import (
     BrokerAlreadyRunningError,
     broker_status,
+    node_status,
     start_recorded_broker,
     stop_recorded_broker,
 )
@@ -42,18 +44,39 @@ def broker() -> None:
     help="kafka (Apache Kafka, on disk) or tansu (embedded, in memory); default: the broker_kind setting "
     "(unset: kafka where `make install` resolved it, else tansu).",
 )
-def start(port: int | None, kind: str | None) -> None:
-    """Start the broker in the background and record it under the state dir."""
+@click.option(
+    "--brokers",
+    type=click.IntRange(1, MAX_BROKERS),
+    default=1,
+    show_default=True,
+    help="Apache Kafka nodes (KRaft, each broker and controller, on consecutive ports from --port). "
+    "From 3: replication factor N and min.insync.replicas 2, so one node may be down.",
+)
+def start(port: int | None, kind: str | None, brokers: int) -> None:
+    """Start the broker (or a cluster of --brokers N) in the background and record it under the state dir."""
     settings = load_settings()
+    if brokers > 1:
+        if kind == "tansu":
+            raise click.UsageError(f"--brokers {brokers} needs Apache Kafka; Tansu runs a single node")
+        kind = "kafka"
     if kind is None and (warning := settings.broker_fallback_warning()):
         click.echo(warning, err=True)
     kind = kind or settings.broker_kind.value
     try:
-        info = start_recorded_broker(settings.state_dir, port, kind=kind)
+        info = start_recorded_broker(settings.state_dir, port, kind=kind, brokers=brokers)
     except BrokerAlreadyRunningError as exc:
         click.echo(f"already running at {exc.info.bootstrap_servers} (pid {exc.info.pid}, {exc.info.kind})")
         return
-    click.echo(f"{KIND_NAMES[info.kind]} running at {info.bootstrap_servers} (pid {info.pid})")
+    if info.nodes:
+        click.echo(
+            f"Apache Kafka cluster of {len(info.nodes)} nodes running at {info.bootstrap_servers} "
+            f"(replication factor {len(info.nodes)}, min.insync.replicas "
+            f"{cluster_min_insync_replicas(len(info.nodes))})"
+        )
+        for node in info.nodes:
+            click.echo(f"  node {node['node_id']}: {info.host}:{node['port']} (pid {node['pid']})")
+    else:
+        click.echo(f"{KIND_NAMES[info.kind]} running at {info.bootstrap_servers} (pid {info.pid})")
     click.echo(f"  export STREAMHOUSE_BOOTSTRAP_SERVERS={info.bootstrap_servers}")
     if info.kind != settings.broker_kind.value:
         # other commands check the recorded broker against broker_kind and pick the client settings by it
@@ -73,16 +96,39 @@ def stop() -> None:
         else "; its topics were in memory only and are gone"
     )
     name = KIND_NAMES.get(info.kind, info.kind)
+    if info.nodes:
+        pids = ", ".join(str(pid) for pid in info.pids)
+        name = f"Apache Kafka cluster of {len(info.nodes)} nodes"
+        click.echo(f"stopped the {name} at {info.bootstrap_servers} (pids {pids}){kept}")
+        return
     click.echo(f"stopped the {name} at {info.bootstrap_servers} (pid {info.pid}){kept}")
 
 
 @broker.command()
 def status() -> None:
-    """Show whether the recorded broker is running; exits 1 when it is not."""
+    """Show whether the recorded broker (every node of a cluster) is running; exits 1 when none is."""
     info, alive = broker_status(load_settings().state_dir)
     if info is None:
         click.echo("no local broker recorded (start one with `streamhouse broker start [--kind kafka]`)")
         raise SystemExit(1)
+    if info.nodes:
+        nodes = node_status(info)
+        up = sum(1 for _node, node_up in nodes if node_up)
+        state = "running" if up == len(nodes) else ("degraded" if up else "not running")
+        uptime = time.time() - info.started_at
+        click.echo(
+            f"Apache Kafka cluster {state} at {info.bootstrap_servers}: {up} of {len(nodes)} nodes up"
+            + (f", up {uptime:.0f}s" if up else "")
+        )
+        for node, node_up in nodes:
+            word = "up" if node_up else "DOWN"
+            click.echo(
+                f"  node {node['node_id']}: {info.host}:{node['port']} {word} "
+                f"(pid {node['pid']}, log {node['log_path']})"
+            )
+        if not up:
+            raise SystemExit(1)
+        return
     if not alive:
         click.echo(f"recorded {info.kind} broker at {info.bootstrap_servers} (pid {info.pid}) is not running")
         raise SystemExit(1)
