@@ -85,31 +85,62 @@ class KafkaClientConfig:
         return merged
 
 
-def check_client_property(name: str, value: Any) -> None:
-    """Raise ``ValueError`` naming ``name`` when librdkafka rejects it (unknown, or an invalid value).
+def client_property_scope(name: str, value: Any) -> tuple[str, ...] | None:
+    """The clients librdkafka applies ``name`` to: ``("consumer",)``, ``("producer",)`` or every client
+    (consumer, producer and admin); None when it is no librdkafka property. An invalid value raises
+    ``ValueError`` naming the property and librdkafka's reason.
 
-    librdkafka only validates when a client is built, which is deep inside whatever command first
-    connects; checking each property on its own at settings time names the user's key, not the alias
-    librdkafka reports (``acks`` -> ``request.required.acks``). A client without ``bootstrap.servers``
-    opens no connection; its configuration warnings go to a silent logger.
+    librdkafka validates only when a client is built, deep inside whatever command first connects, and
+    reports an alias (``acks`` -> ``request.required.acks``); asking it here, property by property, names
+    the user's key. It also says when a property belongs to the other kind of client. A client without
+    ``bootstrap.servers`` opens no connection; its configuration warnings go to a private logger.
     """
-    from confluent_kafka import KafkaException, Producer
+    from confluent_kafka import Consumer, KafkaException, Producer
 
+    notes = _Notes()
     try:
-        Producer({name: value, "logger": _SILENT})
+        producer = Producer({name: value, "logger": notes})
+        producer.poll(0)  # serves the configuration warnings to ``notes``
+        consumer = Consumer({name: value, "group.id": "streamhouse-setting-probe", "logger": notes})
+        consumer.poll(0)
+        consumer.close()
     except KafkaException as exc:
-        reason = exc.args[0].str() if exc.args and hasattr(exc.args[0], "str") else str(exc)
-        raise ValueError(f"{name}={value!r}: {reason}") from None
+        error = exc.args[0] if exc.args else exc
+        reason = error.str() if hasattr(error, "str") else str(error)
+        if "No such configuration property" in reason:
+            return None
+        if "Invalid value for configuration property" in reason:
+            raise ValueError(f"{name}={value!r}: {reason}") from None
+        # valid on its own but not alone (SASL_SSL wants its mechanism): the whole set is judged by
+        # librdkafka when a client is built with it
+        return ALL_CLIENTS
+    if notes.saw("is a consumer property and will be ignored by this producer"):
+        return ("consumer",)
+    if notes.saw("is a producer property and will be ignored by this consumer"):
+        return ("producer",)
+    return ALL_CLIENTS
 
 
-class _SilentLogger:
-    """A ``logging.Logger`` stand-in for librdkafka's configuration warnings while checking a property."""
+def check_client_property(name: str, value: Any) -> None:
+    """Raise ``ValueError`` naming ``name`` when librdkafka does not know it or rejects its value."""
+    if client_property_scope(name, value) is None:
+        raise ValueError(f'{name}={value!r}: No such configuration property: "{name}"')
 
-    def log(self, *_args: Any, **_kwargs: Any) -> None:
-        pass
+
+ALL_CLIENTS = ("consumer", "producer", "admin")
 
 
-_SILENT = _SilentLogger()
+class _Notes:
+    """A ``logging.Logger`` stand-in that keeps librdkafka's configuration warnings (for the probes)."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def log(self, _level: int, fmt: str, *args: Any) -> None:
+        self.lines.append(fmt % args if args else fmt)
+
+    def saw(self, text: str) -> bool:
+        return any(text in line for line in self.lines)
 
 
 #: the cluster id the embedded broker (Tansu) reports unless started with another one
@@ -128,7 +159,7 @@ def detect_profile(
     """
     from confluent_kafka.admin import AdminClient
 
-    conf = {"bootstrap.servers": bootstrap_servers, **(extra or {}), "logger": _SILENT}
+    conf = {"bootstrap.servers": bootstrap_servers, **(extra or {}), "logger": _Notes()}
     try:
         cluster_id = AdminClient(conf).list_topics(timeout=timeout_s).cluster_id
     except Exception:  # no answer: Kafka's defaults are the safe choice

@@ -6,8 +6,8 @@ client type, and a ``main.consumer.``/``restore.consumer.``/``global.consumer.``
 consumer only, the most specific winning. A setting it does not know is logged and ignored, never
 fatal. The clients here are librdkafka's, so:
 
-* whether a setting fits a consumer, a producer or both is asked of librdkafka itself (it says so when
-  a client is given a setting of the other kind), not kept in a table that would drift;
+* whether a setting fits a consumer, a producer or both is asked of librdkafka itself
+  (:func:`edge.kafka.profile.client_property_scope`), not kept in a table that would drift;
 * the few Java client names librdkafka spells differently are translated (``fetch.max.wait.ms``);
 * Java-only settings (serializer classes, JAAS, trust stores) are ignored with what to set instead;
 * a known setting with an invalid value fails at once, naming it, as a Java client would at start.
@@ -20,6 +20,8 @@ import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from edge.kafka.profile import client_property_scope
 
 log = logging.getLogger(__name__)
 
@@ -184,28 +186,12 @@ def warn_ignored(ignored: Iterable[tuple[str, str]]) -> None:
 
 
 def client_scope(name: str, value: Any) -> tuple[str, ...] | None:
-    """The clients librdkafka applies ``name`` to: ("consumer",), ("producer",) or both and the admin
-    client; None when it is no librdkafka setting. An invalid value raises :class:`ClientSettingError`."""
-    from confluent_kafka import Consumer, KafkaException, Producer
-
-    notes = _Notes()
+    """The clients ``name`` fits (librdkafka says); None when it is no client setting. An invalid
+    value raises :class:`ClientSettingError`."""
     try:
-        producer = Producer({name: value, "logger": notes})
-        producer.poll(0)  # serves the configuration warnings to ``notes``
-        consumer = Consumer({name: value, "group.id": "streamhouse-setting-probe", "logger": notes})
-        consumer.poll(0)
-        consumer.close()
-    except KafkaException as exc:
-        error = exc.args[0] if exc.args else exc
-        text = error.str() if hasattr(error, "str") else str(error)
-        if "No such configuration property" in text:
-            return None
-        raise ClientSettingError(f"{name}={value!r}: {text}") from None
-    if notes.saw("is a consumer property and will be ignored by this producer"):
-        return ("consumer",)
-    if notes.saw("is a producer property and will be ignored by this consumer"):
-        return ("producer",)
-    return ("consumer", "producer", "admin")
+        return client_property_scope(name, value)
+    except ValueError as exc:
+        raise ClientSettingError(str(exc)) from None
 
 
 def _prefix_of(key: str) -> tuple[str | None, str]:
@@ -230,16 +216,3 @@ def _unknown(key: str, streams_keys: set[str]) -> str:
     close = difflib.get_close_matches(key, candidates, n=1, cutoff=0.6)
     hint = f"; did you mean {close[0]!r}?" if close else ""
     return f"not a Kafka Streams setting nor a Kafka client setting{hint}"
-
-
-class _Notes:
-    """A ``logging.Logger`` stand-in that keeps librdkafka's configuration warnings for the probe."""
-
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-
-    def log(self, _level: int, fmt: str, *args: Any) -> None:
-        self.lines.append(fmt % args if args else fmt)
-
-    def saw(self, text: str) -> bool:
-        return any(text in line for line in self.lines)
