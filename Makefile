@@ -6,7 +6,7 @@ UV_VERSION := 0.13.9
 STAMP := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help prereqs install test test-kafka test-fast chaos lint format demo dagster bench bench-lakehouse broker-start broker-stop clean
+.PHONY: help prereqs install test test-kafka test-fast chaos system-test lint format demo dagster bench bench-lakehouse broker-start broker-stop clean
 
 help: ## Show the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -23,6 +23,7 @@ $(STAMP): pyproject.toml constraints.txt | prereqs
 install: prereqs $(STAMP) ## Create .venv and install everything (pinned)
 	@$(PYTHON) scripts/delta_jars.py
 	@$(PYTHON) scripts/install_kafka_broker.py
+	@$(PYTHON) scripts/install_kafka_streams_tests.py
 	@$(PYTHON) scripts/install_chromium.py
 
 # Run a second time on Apache Kafka (STREAMHOUSE_BROKER_KIND=kafka): the edge runtime, exactly-once
@@ -51,6 +52,12 @@ test-kafka: install ## Only the tests that run on Apache Kafka too (edge runtime
 
 chaos: install ## Fault trials at full size (20 kill -9s, 100k events; CHAOS_SCALE=ci for small) -> docs/reliability.md
 	CHAOS_SCALE=$${CHAOS_SCALE:-full} CHAOS_REPORT=docs/reliability.md $(BIN)/pytest tests/chaos $(PYTEST_ARGS)
+
+# Kafka's own Streams system tests (smoke + EOS, Kafka's drivers from the kafka-streams test jar) against the
+# edge ports of their clients, each scenario on a fresh Apache Kafka broker; SYSTEM_TESTS=short is the CI's form.
+SYSTEM_TESTS ?= all
+system-test: install ## Kafka's Streams system tests (smoke, EOS) judging the edge ports -> docs/reliability.md
+	$(BIN)/python scripts/system_test.py --scenarios $(SYSTEM_TESTS) --report docs/reliability.md
 
 test-fast: install ## The suite without tests marked slow
 	$(BIN)/pytest -m "not slow" $(PYTEST_ARGS)
