@@ -479,7 +479,9 @@ def open_instance(dagster_home: Path) -> Any:
     """The project's Dagster instance (what ``make dagster`` opens with DAGSTER_HOME=dagster_home)."""
     from dagster import DagsterInstance
 
-    dagster_home.mkdir(parents=True, exist_ok=True)
+    from orchestration.instance import ensure_instance_dir
+
+    ensure_instance_dir(dagster_home)  # with a dagster.yaml: no warning, no telemetry banner
     return DagsterInstance.from_config(str(dagster_home))
 
 

@@ -1,7 +1,9 @@
 """Sensors: Kafka lag starts ingestion; declarative automation carries bronze's days downstream.
 
 ``kafka_lag_sensor`` compares each ingested topic's end offsets with the offsets it saw when it last
-requested an ingest run (its cursor) and requests ``ingest_job`` when new records wait: at once when
+requested an ingest run (its cursor) and with the offsets bronze has committed (its Delta commits: so
+records the demo or a run from the UI already ingested never start a run, even with an empty cursor),
+and requests ``ingest_job`` when new records wait: at once when
 at least ``min_records`` wait, else once the first of them has waited ``max_wait_s``; never while an
 ingest (``ingest_job`` or a bronze materialization) is queued or running. It asks the broker for
 watermarks only (on the embedded broker also the last record batch of each partition, whose reported
@@ -23,7 +25,7 @@ import json
 import socket
 import time
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,7 +54,7 @@ from assets.edge_apps.registry import EDGE_APPS, EdgeApp
 from assets.kafka.assets import topic_data_version, topic_metadata
 from assets.kafka.keys import edge_app_key, topic_key
 from assets.kafka.offsets import TopicOffsets, topic_offsets
-from assets.resources import KafkaResource
+from assets.resources import KafkaResource, LakeResource
 from edge.errors import StreamhouseError
 from orchestration.jobs import ingest_job
 
@@ -116,13 +118,22 @@ class LagCursor:
         return json.dumps({"seen": seen, "pending_since": self.pending_since}, sort_keys=True)
 
 
-def new_records(seen: Mapping[int, int], end: Mapping[int, int]) -> int:
-    """Records appended since ``seen``. A partition whose end went back was recreated (the embedded
-    broker keeps topics in memory): all of it is new."""
+def new_records(
+    seen: Mapping[int, int], end: Mapping[int, int], committed: Mapping[int, int] | None = None
+) -> int:
+    """Records appended since ``seen`` that bronze has not ingested yet (``committed``: the next offset
+    per partition in bronze's Delta commits). Without ``committed`` the cursor alone counted, so the
+    first tick after ``make demo`` (an empty cursor) requested an ingest for every record bronze already
+    held ("40410 new record(s)", 0 ingested). A partition whose end went back was recreated (the
+    embedded broker keeps topics in memory): all of it is new."""
+    committed = committed or {}
     total = 0
     for p, e in end.items():
         before = seen.get(p, 0)
-        total += e if e < before else e - before
+        if e < before:
+            total += e
+        else:
+            total += max(0, e - max(before, committed.get(p, 0)))
     return total
 
 
@@ -141,10 +152,15 @@ def decide(
     now: float,
     min_records: int,
     max_wait_s: float,
+    committed: Mapping[str, Mapping[int, int]] | None = None,
 ) -> LagDecision:
-    """Whether to request ingestion now, and the cursor to keep (pure: the sensor's whole policy)."""
+    """Whether to request ingestion now, and the cursor to keep (pure: the sensor's whole policy).
+
+    ``committed``: per physical topic, bronze's next offset per partition; records below it are already
+    ingested, whatever the cursor says."""
+    committed = committed or {}
     existing = {t: o for t, o in offsets.items() if o.exists}
-    pending = sum(new_records(cursor.seen.get(t, {}), o.end) for t, o in existing.items())
+    pending = sum(new_records(cursor.seen.get(t, {}), o.end, committed.get(t)) for t, o in existing.items())
     current = {**cursor.seen, **{t: dict(o.end) for t, o in existing.items()}}
     if pending == 0:
         missing = sorted(t for t, o in offsets.items() if not o.exists)
@@ -164,6 +180,23 @@ def decide(
         f"in {max_wait_s - waited:.0f}s"
     )
     return LagDecision(False, pending, reason, LagCursor(cursor.seen, since))
+
+
+def bronze_offsets(
+    lake: LakeResource, physical: Mapping[str, str], warn: Callable[[str], None]
+) -> dict[str, dict[int, int]]:
+    """Per physical topic, the next offset per partition bronze has committed (its Delta app
+    transactions, as the ingest resumes from them). A table that cannot be read counts as empty: the
+    sensor then errs towards an ingest, which finds its own offsets."""
+    from assets.bronze.ingest import committed_offsets
+
+    out: dict[str, dict[int, int]] = {}
+    for topic, logical in physical.items():
+        try:
+            out[topic] = committed_offsets(lake.table_uri("bronze", logical), topic)
+        except Exception as exc:  # a damaged table must not stop the sensor
+            warn(f"bronze/{logical}: committed offsets not readable ({exc}); counting from the cursor")
+    return out
 
 
 def ingest_in_progress(context: SensorEvaluationContext, bronze: set[AssetKey]) -> str | None:
@@ -200,7 +233,9 @@ def build_kafka_lag_sensor(
             f"or any once {max_wait_s:.0f}s passed); the cursor holds the end offsets seen."
         ),
     )
-    def _lag(context: SensorEvaluationContext, kafka: KafkaResource) -> SensorResult | SkipReason:
+    def _lag(
+        context: SensorEvaluationContext, kafka: KafkaResource, lake: LakeResource
+    ) -> SensorResult | SkipReason:
         busy = ingest_in_progress(context, bronze)
         if busy:
             # Records arriving meanwhile stay counted: the cursor only moves when a run is requested.
@@ -226,6 +261,7 @@ def build_kafka_lag_sensor(
             now=time.time(),
             min_records=min_records,
             max_wait_s=max_wait_s,
+            committed=bronze_offsets(lake, physical, context.log.warning),
         )
         cursor = decision.cursor.dump()
         if not decision.run:

@@ -17,7 +17,13 @@ import click
 
 from edge.broker.embedded import broker_status, port_is_free, start_recorded_broker
 from edge.errors import StreamhouseError
+from orchestration.instance import ensure_instance_dir
 from orchestration.settings import load_settings, project_home
+
+#: ``dagster dev`` warns on every start that it is superseded by ``dg dev`` (a separate package we do
+#: not install); a message filter (no category import: PYTHONWARNINGS would import dagster at start-up
+#: in every Python process the UI spawns, Spark's workers included) silences exactly that line.
+QUIET_WARNINGS = "ignore:Function `dev_command` is superseded"
 
 
 def dagster_command(host: str, port: int) -> list[str]:
@@ -55,8 +61,10 @@ def ui(port: int, host: str) -> None:
             info = start_recorded_broker(settings.state_dir, None, kind=settings.broker_kind.value)
             click.echo(f"started the local {info.kind} broker at {info.bootstrap_servers}")
     dagster_home = Path(settings.dagster_home)
-    dagster_home.mkdir(parents=True, exist_ok=True)
+    ensure_instance_dir(dagster_home)  # dagster.yaml with telemetry off: no warning, no banner
     click.echo(f"Dagster UI on http://{host}:{port} (instance {dagster_home}); Ctrl-C stops it")
     command = dagster_command(host, port)
     os.chdir(home)  # workspace.yaml names the code location relative to the checkout
-    os.execve(command[0], command, {**os.environ, "DAGSTER_HOME": str(dagster_home)})
+    warnings = ",".join(w for w in (os.environ.get("PYTHONWARNINGS"), QUIET_WARNINGS) if w)
+    env = {**os.environ, "DAGSTER_HOME": str(dagster_home), "PYTHONWARNINGS": warnings}
+    os.execve(command[0], command, env)

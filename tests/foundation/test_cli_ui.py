@@ -69,3 +69,56 @@ def test_ui_port_in_use_is_a_clear_error(
     assert exit_info.value.code == 2
     assert f"port {port} on 127.0.0.1 is in use" in capsys.readouterr().err
     assert "args" not in captured
+
+
+def test_ui_start_up_is_quiet(
+    captured: dict[str, Any], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Issue 25 item 7: `make dagster` printed 8 BetaWarnings, a SupersessionWarning, a dagster.yaml
+    warning and a telemetry banner. The instance gets a dagster.yaml with telemetry off, `dagster dev`
+    runs with a filter for its own supersession warning, and the code location imports without a beta
+    warning for the parameters we use knowingly."""
+    import subprocess
+    import sys
+
+    home = tmp_path / "instance"
+    monkeypatch.setenv("STREAMHOUSE_DAGSTER_HOME", str(home))
+    monkeypatch.setenv("STREAMHOUSE_BOOTSTRAP_SERVERS", "127.0.0.1:1")
+    with pytest.raises(Executed):
+        main(["ui", "--port", str(_free_port())])
+    config = home / "dagster.yaml"
+    assert config.is_file()
+    env = captured["env"]
+    assert "ignore:Function `dev_command` is superseded" in env["PYTHONWARNINGS"].split(",")
+
+    code = (
+        "import logging, sys\n"
+        "from dagster import DagsterInstance\n"
+        "instance = DagsterInstance.get()\n"
+        "print('telemetry', instance.telemetry_enabled)\n"
+        "import orchestration.definitions\n"
+        # the warning `dagster dev` itself would print, filtered as its PYTHONWARNINGS says
+        "import warnings\n"
+        "from dagster import SupersessionWarning\n"
+        "warnings.warn('Function `dev_command` is superseded and its usage is discouraged.', "
+        "SupersessionWarning)\n"
+    )
+    child = {**env, "DAGSTER_HOME": str(home), "PYTHONWARNINGS": "default," + env["PYTHONWARNINGS"]}
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=child,
+        cwd=captured["cwd"],
+        timeout=180,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "telemetry False" in out.stdout
+    for noise in ("BetaWarning", "SupersessionWarning", "No dagster instance configuration", "Telemetry"):
+        assert noise not in out.stderr, out.stderr[-3000:]
+
+    # The user's own dagster.yaml is never rewritten.
+    config.write_text("telemetry:\n  enabled: true\n")
+    with pytest.raises(Executed):
+        main(["ui", "--port", str(_free_port())])
+    assert config.read_text() == "telemetry:\n  enabled: true\n"

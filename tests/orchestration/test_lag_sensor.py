@@ -23,13 +23,15 @@ from dagster import (
 
 from assets.kafka.keys import topic_key
 from assets.kafka.offsets import TopicOffsets, topic_offsets
-from assets.resources import KafkaResource
+from assets.resources import KafkaResource, LakeResource
 from edge.kafka import KafkaClientConfig, TopicSpec, create_topics
 from orchestration.sensors import PENDING_TAG, LagCursor, build_kafka_lag_sensor, decide
 
 pytestmark = [pytest.mark.broker]
 
 TOPICS = ["orders", "clicks"]
+#: A lake without bronze tables: only the cursor counts (bronze's committed offsets are empty).
+NO_LAKE = LakeResource(lake_root=f"/tmp/streamhouse-lag-sensor-{uuid.uuid4().hex}")
 
 
 @pytest.fixture
@@ -54,12 +56,47 @@ def prefixed(kafka_broker: KafkaClientConfig) -> Iterator[tuple[KafkaResource, C
 
 
 def _tick(
-    sensor, resource: KafkaResource, cursor: str | None, instance: DagsterInstance | None = None
+    sensor,
+    resource: KafkaResource,
+    cursor: str | None,
+    instance: DagsterInstance | None = None,
+    lake: LakeResource = NO_LAKE,
 ) -> SensorResult | SkipReason:
     with build_sensor_context(
-        instance=instance or DagsterInstance.ephemeral(), cursor=cursor, resources={"kafka": resource}
+        instance=instance or DagsterInstance.ephemeral(),
+        cursor=cursor,
+        resources={"kafka": resource, "lake": lake},
     ) as ctx:
         return sensor(ctx)
+
+
+def test_records_bronze_already_holds_start_no_run(prefixed, kafka_broker, tmp_path) -> None:
+    """Issue 25 item 7: `make dagster` after `make demo` requested an ingest at once for "40410 new
+    record(s)" that bronze already held (the sensor's cursor was empty; 0 records ingested). The
+    baseline is bronze's committed offsets (its Delta commits), whatever the cursor says."""
+    from assets.bronze.ingest import ingest_topic
+
+    resource, produce = prefixed
+    lake = LakeResource(lake_root=str(tmp_path / "lake"))
+    produce("orders", 7)
+    produce("clicks", 4)
+    for t in TOPICS:  # what the demo did: bronze ingested everything
+        result = ingest_topic(
+            kafka_broker,
+            resource.topic(t),
+            lake.table_uri("bronze", t),
+            eof_timeout_s=20,
+            show_progress=False,
+        )
+        assert result.records == {"orders": 7, "clicks": 4}[t]
+    sensor = build_kafka_lag_sensor(TOPICS)
+    first = _tick(sensor, resource, None, lake=lake)  # a fresh sensor: empty cursor
+    assert isinstance(first, SensorResult) and not first.run_requests, first.skip_reason
+    assert "no new records" in first.skip_reason.skip_message
+
+    produce("orders", 3)  # only what bronze has not ingested counts
+    [request] = _tick(sensor, resource, first.cursor, lake=lake).run_requests
+    assert request.tags[PENDING_TAG] == "3"
 
 
 def test_run_requested_only_after_new_records(prefixed) -> None:
