@@ -10,6 +10,7 @@ import os
 import sys
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import click
 
@@ -130,33 +131,107 @@ def produce(topic: str, key_separator: str | None, bootstrap_servers: str | None
     click.echo(f"sent {sent} records to {topic}", err=True)
 
 
+#: Plain formats of keys and values: Kafka's String/Long/Integer serdes, JSON, raw bytes (Python repr).
+PLAIN_FORMATS = ["string", "long", "int", "json", "bytes"]
+#: Windowed keys as Kafka Streams writes them (``WindowedSerdes``): ``windowed-<f>`` is a time-windowed
+#: key (tumbling, hopping, sliding: the key's bytes + 8-byte window start), ``session-<f>`` a
+#: session-windowed key (the key's bytes + 8-byte end + 8-byte start); ``<f>`` decodes the key inside.
+KEY_FORMATS = [
+    *PLAIN_FORMATS,
+    *(f"windowed-{f}" for f in PLAIN_FORMATS),
+    *(f"session-{f}" for f in PLAIN_FORMATS),
+]
+
+
+def _plain_serde(fmt: str) -> Any:
+    from edge.serde import BytesSerde, Serdes
+
+    return BytesSerde() if fmt == "bytes" else getattr(Serdes, fmt)()
+
+
+def format_serde(fmt: str, window_size_ms: int | None = None) -> Any:
+    """The deserializer of ``--key-format``/``--value-format`` ``fmt``. A time-windowed key holds no
+    window end: ``window_size_ms`` rebuilds it, else the end is Long.MAX_VALUE, as Kafka's
+    ``TimeWindowedDeserializer`` does without ``window.size.ms``."""
+    from edge.serde.windowed import SessionWindowedSerde, TimeWindowedSerde
+
+    kind, _, inner = fmt.partition("-")
+    if kind == "windowed":
+        return TimeWindowedSerde(_plain_serde(inner), window_size_ms)
+    if kind == "session":
+        return SessionWindowedSerde(_plain_serde(inner))
+    return _plain_serde(fmt)
+
+
+def _duration_ms(_ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
+    """``300000``, ``300s``, ``5m``, ``1h``, ``250ms`` → milliseconds."""
+    if value is None:
+        return None
+    units = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+    number, unit = value.strip(), "ms"
+    for suffix in sorted(units, key=len, reverse=True):
+        if number.endswith(suffix):
+            number, unit = number[: -len(suffix)], suffix
+            break
+    try:
+        ms = int(float(number) * units[unit])
+    except ValueError:
+        ms = 0
+    if ms <= 0:
+        raise click.BadParameter(f"{value!r} is not a positive duration (e.g. 300000, 300s, 5m)", param=param)
+    return ms
+
+
 @topics.command()
 @click.argument("topic")
 @click.option("--max", "max_records", type=click.IntRange(1), default=None, help="Stop after N records.")
 @click.option("--timeout", type=float, default=5.0, show_default=True, help="Stop after N idle seconds.")
 @click.option(
+    "--key-format",
+    type=click.Choice(KEY_FORMATS),
+    default="string",
+    show_default=True,
+    help="How to decode keys. windowed-<f>: a time-windowed key (windowed aggregations' output), "
+    "session-<f>: a session-windowed key; printed as Kafka prints Windowed: [key@start/end].",
+)
+@click.option(
     "--value-format",
-    type=click.Choice(["string", "long", "int", "json"]),
+    type=click.Choice(PLAIN_FORMATS),
     default="string",
     show_default=True,
     help="How to decode values (counts are longs).",
 )
+@click.option(
+    "--window-size",
+    callback=_duration_ms,
+    default=None,
+    help="Window size of windowed-<f> keys (ms, or 300s, 5m): their end is start + size; without it "
+    "the end is Long.MAX_VALUE, as in Kafka.",
+)
 @_SERVERS
 def tail(
-    topic: str, max_records: int | None, timeout: float, value_format: str, bootstrap_servers: str | None
+    topic: str,
+    max_records: int | None,
+    timeout: float,
+    key_format: str,
+    value_format: str,
+    window_size: int | None,
+    bootstrap_servers: str | None,
 ) -> None:
-    """Print TOPIC from the beginning as KEY<TAB>VALUE, until idle for --timeout seconds."""
+    """Print TOPIC from the beginning as KEY<TAB>VALUE, until idle for --timeout seconds.
+
+    A key or value that does not decode in its format is printed as its raw bytes."""
     from confluent_kafka import Consumer, KafkaException, TopicPartition
     from confluent_kafka.admin import AdminClient
 
     from edge.kafka.admin import topic_partitions
-    from edge.serde import Serdes
 
     client = _client(bootstrap_servers)
     partitions = topic_partitions(AdminClient(client.admin()), topic)
     if partitions is None:
         raise UnknownTopicError(f"topic {topic!r} does not exist (see `streamhouse topics list`)")
-    serde = getattr(Serdes, value_format)()
+    serde = format_serde(value_format)
+    key_serde = format_serde(key_format, window_size)
     consumer = Consumer(
         client.consumer(f"streamhouse-tail-{time.time_ns()}", **{"enable.auto.commit": False})
     )
@@ -167,7 +242,11 @@ def tail(
             for msg in consumer.consume(500, 0.2):
                 if msg.error():
                     raise KafkaException(msg.error())
-                key = msg.key().decode(errors="replace") if msg.key() is not None else ""
+                try:
+                    key = key_serde.deserialize(topic, msg.key())
+                except Exception:
+                    key = msg.key()
+                key = "" if key is None else key
                 try:
                     value = serde.deserialize(topic, msg.value())
                 except Exception:

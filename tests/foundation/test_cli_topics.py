@@ -85,3 +85,63 @@ def test_debug_and_test_variables_and_another_directory(kafka_broker, unique_nam
         timeout=60,
     )
     assert created.returncode == 0 and f"{topic}: created" in created.stdout, created.stderr
+
+
+def test_tail_decodes_windowed_keys_as_kafka_prints_them(
+    kafka_broker: KafkaClientConfig, unique_name, tmp_path: Path
+) -> None:
+    """Issue 25 item 8: `topics tail` printed windowed keys (a windowed aggregation's output) as bytes.
+    Time-windowed keys are the key + 8-byte start, session-windowed ones the key + 8-byte end + 8-byte
+    start (Kafka's WindowedSerdes); `--key-format windowed-<f>|session-<f>` decodes them."""
+    from confluent_kafka import Producer
+
+    from edge.serde import LongSerde, StringSerde
+    from edge.serde.windowed import (
+        SessionWindow,
+        SessionWindowedSerde,
+        TimeWindow,
+        TimeWindowedSerde,
+        Windowed,
+    )
+
+    timed, sessions = unique_name("windows"), unique_name("sessions")
+    assert _cli(kafka_broker, tmp_path, "create", timed, sessions).returncode == 0
+    producer = Producer(kafka_broker.producer())
+    tw, sw, counts = TimeWindowedSerde(StringSerde()), SessionWindowedSerde(StringSerde()), LongSerde()
+    producer.produce(
+        timed,
+        key=tw.serialize(timed, Windowed("p-1", TimeWindow(300_000, 600_000))),
+        value=counts.serialize(timed, 7),
+    )
+    producer.produce(
+        sessions,
+        key=sw.serialize(sessions, Windowed("u-1", SessionWindow(1_000, 61_000))),
+        value=counts.serialize(sessions, 3),
+    )
+    assert producer.flush(30) == 0
+
+    common = ("--timeout", "2", "--value-format", "long")
+    out = _cli(kafka_broker, tmp_path, "tail", timed, "--key-format", "windowed-string", *common)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == f"[p-1@300000/{(1 << 63) - 1}]\t7\n"  # no size given: Kafka's Long.MAX_VALUE end
+    out = _cli(
+        kafka_broker,
+        tmp_path,
+        "tail",
+        timed,
+        "--key-format",
+        "windowed-string",
+        "--window-size",
+        "5m",
+        *common,
+    )
+    assert out.stdout == "[p-1@300000/600000]\t7\n"
+    out = _cli(kafka_broker, tmp_path, "tail", sessions, "--key-format", "session-string", *common)
+    assert out.stdout == "[u-1@1000/61000]\t3\n"
+    # A key that is not in the format given is printed as its bytes, not an error.
+    out = _cli(kafka_broker, tmp_path, "tail", timed, "--key-format", "long", *common)
+    assert out.returncode == 0 and out.stdout.startswith("b'p-1")
+    bad = _cli(
+        kafka_broker, tmp_path, "tail", timed, "--key-format", "windowed-string", "--window-size", "soon"
+    )
+    assert bad.returncode == 2 and "not a positive duration" in bad.stderr
