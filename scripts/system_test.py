@@ -521,6 +521,12 @@ class Run:
         reason = next(
             (ln.strip() for ln in err.splitlines() if "Exception:" in ln or "verification failed" in ln), ""
         )
+        # "Result verification failed for ConsumerRecord(topic = sum, partition = 3, ...) expected <k,v> but
+        # was <k,w>": keep the topic, the partition and the two values
+        pattern = r"(Result verification failed).*?topic = (\S+), partition = (\d+).*?(expected <.*)"
+        m = re.search(pattern, reason)
+        if m:
+            reason = f"{m.group(1)} on {m.group(2)}-{m.group(3)}: {m.group(4)}"
         return "FAILURE", False, reason[:300]
 
 
