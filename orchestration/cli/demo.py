@@ -39,9 +39,15 @@ def demo(events: int, reset: bool, stop_broker: bool) -> None:
     # Dagster flags beta parameters on every definitions load; they are ours to track, not the user's.
     warnings.filterwarnings("ignore", message=".*is currently in beta.*")
     warnings.filterwarnings("ignore", message=".*is superseded and its usage is discouraged.*")
-    from orchestration.cli.topics import exit_1_when_records_are_lost
-    from orchestration.demo import run_demo
+    from orchestration.demo_lock import demo_lock
     from orchestration.settings import load_settings
 
-    with exit_1_when_records_are_lost():  # sample events not delivered: `error:` (topic, partition), exit 1
-        run_demo(load_settings(), events=events, reset=reset, stop_broker=stop_broker)
+    settings = load_settings()
+    # A second demo fails here at once, before the slow imports, naming the running one (it used to
+    # fail minutes later, at its edge step).
+    with demo_lock(settings.state_dir):
+        from orchestration.cli.topics import exit_1_when_records_are_lost
+        from orchestration.demo import run_demo
+
+        with exit_1_when_records_are_lost():  # sample events not delivered: `error:`, exit 1
+            run_demo(settings, events=events, reset=reset, stop_broker=stop_broker)
