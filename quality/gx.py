@@ -107,9 +107,11 @@ def validation_result(
                 success=o.success,
                 expectation_config=_configuration(o.expectation, ExpectationConfiguration),
                 result=result,
+                exception_info=_not_measured(o),
             )
         )
     passed = sum(1 for o in outcomes if o.success)
+    asset = "/".join(suite.asset_key_path)
     return ExpectationSuiteValidationResult(
         success=passed == len(outcomes),
         results=results,
@@ -122,11 +124,11 @@ def validation_result(
         },
         # The index lists a validation only if GX can name its asset: ``batch_spec.data_asset_name``,
         # else ``active_batch_definition.data_asset_name`` (a None there raised, and GX skipped every
-        # validation with a log line: the index listed none).
+        # validation with a log line: the index listed none). The asset is named by its Dagster key.
         meta={
             "run_id": RunIdentifier(run_name=run_name, run_time=run_time),
             "batch_spec": {
-                "data_asset_name": suite.table,
+                "data_asset_name": asset,
                 "table": batch.table,
                 "uri": batch.uri,
                 "delta_version": batch.version,
@@ -135,7 +137,7 @@ def validation_result(
             "active_batch_definition": {
                 "datasource_name": "streamhouse",
                 "data_connector_name": batch.engine or "delta",
-                "data_asset_name": suite.table,
+                "data_asset_name": asset,
                 "batch_identifiers": {"batch": batch.label},
             },
             "checkpoint_name": None,
@@ -157,6 +159,15 @@ SITE_CONFIG: dict[str, Any] = {
     },
     "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
 }
+
+
+def _not_measured(o: Outcome) -> dict[str, Any] | None:
+    """An outcome that compared nothing (``Outcome.compared`` false: no table yet) as GX's "raised an
+    exception": Data Docs then show it with a warning sign and the reason, neither passed nor failed."""
+    if getattr(o, "compared", True):
+        return None
+    reason = str(o.observed)
+    return {"raised_exception": True, "exception_message": reason, "exception_traceback": reason}
 
 
 def _context(docs_dir: Path) -> Any:

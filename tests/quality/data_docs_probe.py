@@ -16,6 +16,7 @@ FAILING = "qty_positive"
 CLEAN_RUN = "probe-clean"
 DIRTY_RUN = "probe-dirty"
 TABLE = "gold.dd_probe"
+ASSET = "gold/dd_probe"
 
 
 @dataclass

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.quality.data_docs_probe import (
+    ASSET,
     CLEAN_RUN,
     DIRTY_RUN,
     FAILING,
@@ -19,6 +20,7 @@ from tests.quality.data_docs_probe import (
     TABLE,
     ProbeDocs,
     build_probe_docs,
+    probe_suite,
 )
 
 #: a stylesheet, a script or an image the browser fetches when the page opens
@@ -53,7 +55,7 @@ def test_index_lists_every_validation_with_suite_asset_time_and_status(probe: Pr
     site = probe.index.parent
     for run, row in rows.items():
         assert row["_expectation_suite_name_sort"] == TABLE
-        assert row["asset_name"] == TABLE
+        assert row["asset_name"] == ASSET  # the Dagster asset key
         assert row["run_time"] and row["_run_time_sort"]
         assert row["_validation_success_text"] == ("Success" if probe.success[run] else "Failed")
         assert (site / row["_table_row_link_path"]).resolve() == probe.pages[run].resolve()
@@ -87,3 +89,22 @@ def test_each_expectation_shows_the_status_it_had(probe: ProbeDocs) -> None:
         # an expectation's action is not written where a status is read: "[fail] id_not_null"
         assert not re.search(r"\[(?:fail|warn|drop)\]", html)
     assert "Status:" in probe.pages[DIRTY_RUN].read_text()
+
+
+def test_an_expectation_that_compared_nothing_is_neither_passed_nor_failed(tmp_path: Path) -> None:
+    """An outcome not measured (``Outcome.compared`` false: its table does not exist yet) shows GX's
+    warning sign and the reason, not a pass and not a failure."""
+    from quality.engine import Batch, Outcome
+    from quality.gx import data_docs
+
+    suite = probe_suite()
+    reason = "not compared: no table gold.dd_probe yet"
+    outcomes = [Outcome(e, False, 0, 0, reason) for e in suite.expectations]
+    for o in outcomes:
+        o.compared = False  # type: ignore[attr-defined]
+    batch = Batch(suite.table, str(tmp_path / "gold" / "dd_probe"), None, None)
+    html = data_docs(suite, batch, outcomes, tmp_path / "quality", "probe-missing").read_text()
+    for e in suite.expectations:
+        row = _row_of(html, e.name)
+        assert "fa-exclamation-triangle text-warning" in row and reason in row
+        assert "fa-check-circle" not in row and "fa-times" not in row
