@@ -5,6 +5,9 @@ expectation, the action in its ``meta``); the outcomes measured by ``quality.eng
 ``ExpectationValidationResult`` objects in one ``ExpectationSuiteValidationResult`` per validation,
 stored in a file-backed GX project under ``<docs_dir>/gx`` and rendered by GX's Data Docs site builder:
 ``<docs_dir>/gx/uncommitted/data_docs/local_site/validations/<layer>/<table>/<run>/<time>/<batch>.html``.
+Each page GX writes is rewritten to load its CSS and JavaScript from the site (``quality.docs_assets``):
+GX links them from CDNs, and offline a page was unstyled, the index's table empty and every status icon
+blank.
 
 GX's own Spark datasource is not used: its execution engine runs one Spark job per metric, and the
 ``great-expectations[spark]`` extra pins a PySpark older than ours; the engine here measures a suite with
