@@ -8,21 +8,59 @@ The first day is the ``partitions_start`` setting. The asset definitions need it
 imported, and ``assets/`` must not import ``orchestration/`` where settings are parsed, so this one key
 is read through the settings-free locator (:mod:`edge.home`), with the settings' precedence:
 ``STREAMHOUSE_PARTITIONS_START``, else ``partitions_start`` in ``$STREAMHOUSE_CONFIG``,
-``./streamhouse.yaml`` or the project home's ``streamhouse.yaml``, else 2026-01-01. A malformed value
-falls back to the default here; ``orchestration.definitions`` compares the start with the loaded
+``./streamhouse.yaml`` or the project home's ``streamhouse.yaml``, else the default below. A malformed
+value falls back to the default here; ``orchestration.definitions`` compares the start with the loaded
 settings and fails with the message naming the key.
+
+Unset, the partitions start ``RECENT_DAYS`` before today, or on the first day silver holds if that is
+earlier. A fixed default (it was 2026-01-01) made the UI show every day since as a partition: after a
+demo, "3 materialized, 325 missing" and a grey graph, for days no data was ever meant to cover. The
+demo's and ``streamhouse generate``'s events fall on the last three days (late ones hours earlier), so
+they are always covered, and a day already built stays visible however old it gets.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 from dagster import BackfillPolicy, DailyPartitionsDefinition
 
-from edge.home import config_value
+from edge.home import config_value, resolve_path
 
-DEFAULT_PARTITION_START = "2026-01-01"
+#: Without ``partitions_start``: the partitions start this many days before today (or earlier, on the
+#: first day silver holds), covering the demo's three days of sample data and its late events.
+RECENT_DAYS = 7
+#: Silver's event tables; their ``event_date=`` partition directories say which days hold data.
+EVENT_TABLES = ("silver/orders", "silver/clicks")
+
+
+def first_data_day(environ: Mapping[str, str] | None = None) -> date | None:
+    """The first day silver's event tables hold, from their partition directories (the lake root as the
+    settings resolve it). Directory names only: no Delta log is read when the definitions load. A
+    directory left by a replaced partition (until vacuum) only makes the start earlier, never hides
+    data. None for an empty lake or one that is not a local path."""
+    value = config_value("lake_root", environ)
+    root = str(value) if value else ".state/lake"
+    if "://" in root:
+        return None
+    days = []
+    for table in EVENT_TABLES:
+        folder = resolve_path(root, environ) / table
+        for child in folder.glob("event_date=*") if folder.is_dir() else ():
+            try:
+                days.append(date.fromisoformat(child.name.removeprefix("event_date=")))
+            except ValueError:
+                continue
+    return min(days, default=None)
+
+
+def default_start(environ: Mapping[str, str] | None = None, today: date | None = None) -> str:
+    """The first partition when ``partitions_start`` is unset: ``RECENT_DAYS`` before ``today`` (UTC),
+    or the first day silver holds if earlier (see the module docstring)."""
+    recent = (today or datetime.now(UTC).date()) - timedelta(days=RECENT_DAYS)
+    first = first_data_day(environ)
+    return min(recent, first).isoformat() if first is not None else recent.isoformat()
 
 
 def configured_start(environ: Mapping[str, str] | None = None) -> str:
@@ -31,9 +69,9 @@ def configured_start(environ: Mapping[str, str] | None = None) -> str:
     if isinstance(raw, date):
         return raw.isoformat()
     try:
-        return date.fromisoformat(str(raw)).isoformat() if raw else DEFAULT_PARTITION_START
+        return date.fromisoformat(str(raw)).isoformat() if raw else default_start(environ)
     except ValueError:
-        return DEFAULT_PARTITION_START
+        return default_start(environ)
 
 
 PARTITION_START = configured_start()

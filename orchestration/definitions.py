@@ -54,8 +54,9 @@ _guard_pyspark_connect_import()
 def check_partitions_start(settings: Settings) -> None:
     """The daily partitions were built when ``assets.partitions`` was imported, from the same sources
     as the settings; settings made another way (a different environment, a Settings object) must not
-    silently disagree with the partitions the UI shows."""
-    if settings.partitions_start.isoformat() != PARTITION_START:
+    silently disagree with the partitions the UI shows. Unset, the partitions chose their own start
+    (``assets.partitions.default_start``): nothing to disagree with."""
+    if settings.partitions_start is not None and settings.partitions_start.isoformat() != PARTITION_START:
         raise SettingsError(
             f"partitions_start is {settings.partitions_start} but the daily partitions start on "
             f"{PARTITION_START} (set STREAMHOUSE_PARTITIONS_START before the definitions are imported)"

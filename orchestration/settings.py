@@ -89,9 +89,10 @@ class Settings(BaseModel):
     lag_min_records: int = Field(default=1, ge=1)
     #: ...and fewer records once the first of them has waited this long (seconds).
     lag_max_wait_s: float = Field(default=300.0, gt=0, le=86_400, allow_inf_nan=False)
-    #: First daily partition of silver and gold (the Dagster UI counts missing days from here). The
-    #: default covers the sample data (``assets/sample_data.py``: 2026-01-05 on, late events a day before).
-    partitions_start: date = date(2026, 1, 1)
+    #: First daily partition of silver and gold (the Dagster UI counts missing days from here). Unset:
+    #: a week before today, or the first day silver holds if earlier (``assets.partitions.default_start``),
+    #: so the UI does not list months of days without data.
+    partitions_start: date | None = None
     #: Why ``broker_kind`` fell back to tansu although unset (Apache Kafka is not installed), else None.
     _broker_kind_fallback: str | None = PrivateAttr(default=None)
 

@@ -5,7 +5,9 @@ whole table otherwise), writes the Data Docs page and yields one ``AssetCheckRes
 
 * ``fail`` → severity ERROR and ``blocking=True``: downstream assets of the table do not materialize in
   that run (the run fails); the next clean run recovers;
-* ``warn`` and ``drop`` → severity WARN, reported only (``drop`` rows are already in quarantine).
+* ``warn`` and ``drop`` → severity WARN, reported only (``drop`` rows are already in quarantine);
+* not measured (its table or an optional input does not exist yet) → not passed, severity WARN, the
+  reason as description: a check that compared nothing never shows as Passed.
 
 Metadata of every result: the expectation, its action, the observed value, the failing-row count, a
 sample of failing rows and a link to the rendered Data Docs page. Resources are looked up by key
@@ -81,12 +83,16 @@ def results(run: SuiteRun, key: AssetKey) -> list[AssetCheckResult]:
         }
     for o in run.outcomes:
         e = o.expectation
+        # Not measured (no table yet): not passed, since it compared nothing, but a warning that blocks
+        # nothing, with the reason as the result's description.
+        error = e.action == FAIL and o.compared
         out.append(
             AssetCheckResult(
                 check_name=e.name,
                 asset_key=key,
                 passed=o.success,
-                severity=AssetCheckSeverity.ERROR if e.action == FAIL else AssetCheckSeverity.WARN,
+                severity=AssetCheckSeverity.ERROR if error else AssetCheckSeverity.WARN,
+                description=None if o.compared else str(o.observed),
                 metadata={
                     "expectation": MetadataValue.text(_expectation_text(e)),
                     "action": MetadataValue.text(e.action),

@@ -38,6 +38,10 @@ class Outcome:
     failing_rows: int
     observed: Any
     sample: list[dict[str, Any]] = field(default_factory=list)
+    #: False when the expectation could not be measured (its table or an optional input does not exist
+    #: yet): then ``success`` is False too, since a check that compared nothing must never show as passed,
+    #: but it is reported as a warning (never an error that blocks) and ``observed`` says why.
+    compared: bool = True
 
     @property
     def unexpected_percent(self) -> float:
@@ -246,6 +250,11 @@ def engine_for(suite: Suite, rows: int | None, arrow_max_rows: int) -> str:
     return ARROW if arrow_max_rows > 0 and small else SPARK
 
 
+def not_compared(suite: Suite, reason: str) -> list[Outcome]:
+    """Every expectation of ``suite`` as not measured, with ``reason`` as the observed value."""
+    return [Outcome(e, False, 0, 0, reason, compared=False) for e in suite.expectations]
+
+
 def measure(
     suite: Suite,
     lake_root: str,
@@ -266,8 +275,8 @@ def measure(
     day_list = sorted(set(days)) if days and suite.partition else None
     batch = Batch(suite.table, uri, pinned_version(uri), day_list)
     if batch.version is None:
-        # Nothing written yet (a topic without records): nothing can violate an expectation.
-        return batch, [Outcome(e, True, 0, 0, "no table yet") for e in suite.expectations]
+        # Nothing written yet (a topic without records): nothing was measured, so nothing passed either.
+        return batch, not_compared(suite, f"not compared: no table {suite.table} yet")
     rows = None if suite.engine == ARROW else batch_rows(uri, batch.version, suite.partition, day_list)
     # Without a Spark session (``streamhouse check`` on a small lake) every batch goes to DuckDB.
     batch.engine = ARROW if spark is None else engine_for(suite, rows, arrow_max_rows)
@@ -277,7 +286,7 @@ def measure(
         backend = SparkBackend(spark())
     try:
         if not backend.register("t", uri, suite.partition, day_list):
-            return batch, [Outcome(e, True, 0, 0, "no table yet") for e in suite.expectations]
+            return batch, not_compared(suite, f"not compared: no table {suite.table} yet")
         present = {}
         for alias, inp in suite.inputs.items():
             layer, name = inp.table.split(".", 1)
@@ -359,7 +368,9 @@ def _measure(suite: Suite, b: _Backend, present: dict[str, bool], now: datetime,
             optional = [a for a in missing if suite.inputs[a].optional]
             if optional:
                 tables = ", ".join(suite.inputs[a].table for a in optional)
-                results[e.name] = Outcome(e, True, total, 0, f"not compared: no table {tables} yet")
+                results[e.name] = Outcome(
+                    e, False, total, 0, f"not compared: no table {tables} yet", compared=False
+                )
                 continue
             if missing:
                 results[e.name] = Outcome(e, False, total, 0, f"input table(s) missing: {missing}")

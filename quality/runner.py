@@ -28,12 +28,16 @@ class SuiteRun:
 
     @property
     def errors(self) -> list[Outcome]:
-        """Failed ``fail`` expectations: they block what is downstream."""
-        return [o for o in self.outcomes if not o.success and o.expectation.action == FAIL]
+        """Failed ``fail`` expectations: they block what is downstream (one that could not be measured
+        does not: it is a warning, see ``Outcome.compared``)."""
+        return [o for o in self.outcomes if not o.success and o.compared and o.expectation.action == FAIL]
 
     @property
     def warnings(self) -> list[Outcome]:
-        return [o for o in self.outcomes if not o.success and o.expectation.action != FAIL]
+        """Failed ``warn``/``drop`` expectations and those that could not be measured."""
+        return [
+            o for o in self.outcomes if not o.success and (not o.compared or o.expectation.action != FAIL)
+        ]
 
 
 def parse_as_of(text: str | None) -> datetime | None:

@@ -121,6 +121,7 @@ def check(tables: tuple[str, ...], days: tuple[str, ...], as_of: str | None, no_
                     "action": o.expectation.action,
                     "severity": o.expectation.severity,
                     "success": o.success,
+                    "compared": o.compared,
                     "observed": str(o.observed),
                     "failing_rows": o.failing_rows,
                     "element_count": o.element_count,
@@ -139,6 +140,7 @@ def check(tables: tuple[str, ...], days: tuple[str, ...], as_of: str | None, no_
             for o in r.outcomes:
                 e = o.expectation
                 status = "pass" if o.success else ("FAIL" if e.action == "fail" else "warn")
+                status = status if o.compared else "skipped"
                 rows.append((r.suite.table, e.name, e.action, status, o.failing_rows, str(o.observed)[:80]))
         columns = ["table", "expectation", "action", "result", "failing rows", "observed"]
         _print(_table("Expectation suites", columns, rows, right={"failing rows"}))

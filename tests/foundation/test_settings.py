@@ -146,7 +146,7 @@ def test_executor_and_partitions_start_settings(tmp_path: Path) -> None:
     from orchestration.definitions import build_definitions
 
     defaults = load_settings({}, base=tmp_path)
-    assert defaults.dagster_executor == "in_process" and defaults.partitions_start == date(2026, 1, 1)
+    assert defaults.dagster_executor == "in_process" and defaults.partitions_start is None
     defs = build_definitions(defaults)
     for job in ("ingest_job", "daily_job", "maintenance_job"):
         assert defs.resolve_job_def(job).executor_def is in_process_executor

@@ -92,7 +92,7 @@ def test_partitions_start_follows_the_settings_precedence(tmp_path: Path) -> Non
     """``assets.partitions`` reads ``partitions_start`` itself (it cannot import the settings), with
     the same precedence: environment, then the config file, then the default; a malformed value falls
     back to the default there and fails in the definitions, which compare it with the settings."""
-    from assets.partitions import DEFAULT_PARTITION_START, configured_start
+    from assets.partitions import configured_start, default_start
 
     config = tmp_path / "streamhouse.yaml"
     config.write_text("partitions_start: 2025-03-01\n")
@@ -101,8 +101,8 @@ def test_partitions_start_follows_the_settings_precedence(tmp_path: Path) -> Non
     env = {**home, "STREAMHOUSE_CONFIG": str(config), "STREAMHOUSE_PARTITIONS_START": "2024-12-31"}
     assert configured_start(env) == "2024-12-31"
     assert configured_start({"STREAMHOUSE_HOME": str(tmp_path)}) == "2025-03-01"  # the home's file
-    assert configured_start(home) == DEFAULT_PARTITION_START
-    assert configured_start({**home, "STREAMHOUSE_PARTITIONS_START": "June"}) == DEFAULT_PARTITION_START
+    assert configured_start(home) == default_start(home)
+    assert configured_start({**home, "STREAMHOUSE_PARTITIONS_START": "June"}) == default_start(home)
 
 
 def test_definitions_refuse_settings_that_disagree_with_the_partitions() -> None:
