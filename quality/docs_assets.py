@@ -17,6 +17,7 @@ any page that still loads CSS or JavaScript over the network, and ``CDN`` gets t
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -74,9 +75,9 @@ _TAG = re.compile(
 _STATIC = re.compile(r"(?<=\")(?:\./|(?:\.\./)+)static/([^\"?#]+)(?=\")")
 
 _LOCK = threading.Lock()
-_INSTALLED: set[Path] = set()
 
 
+@functools.cache
 def _fingerprint() -> str:
     """Names and sizes of the vendored files: a changed set is copied again into existing sites."""
     h = hashlib.sha256()
@@ -87,17 +88,14 @@ def _fingerprint() -> str:
 
 
 def install(site: Path) -> Path:
-    """Copy the vendored assets into ``site/static/vendor`` (once per site and set of assets)."""
-    site = site.resolve()
-    target = site / VENDOR
+    """Copy the vendored assets into ``site/static/vendor`` unless this set of them is there already
+    (a marker file names it: one ``stat`` per call, so a cleaned site gets them again)."""
+    target = site.resolve() / VENDOR
+    marker = target / f".streamhouse-{_fingerprint()}"
     with _LOCK:
-        if site in _INSTALLED:
-            return target
-        marker = target / f".streamhouse-{_fingerprint()}"
         if not marker.is_file():
             shutil.copytree(ASSETS, target, dirs_exist_ok=True)
             marker.touch()
-        _INSTALLED.add(site)
     return target
 
 
