@@ -16,7 +16,16 @@ from typing import Any
 import orjson
 import pytest
 
-from assets.sample_data import CUSTOMERS, DEFAULT_START, ORDERS, RawRecord, SampleData, generate, produce
+from assets.sample_data import (
+    CUSTOMERS,
+    DEFAULT_START,
+    EDGE_OUTPUT_TOPICS,
+    ORDERS,
+    RawRecord,
+    SampleData,
+    generate,
+    produce,
+)
 
 DAY = DEFAULT_START.date().isoformat()
 #: freshness reference: one hour after the one day of sample data
@@ -68,9 +77,15 @@ def test_clean_run_passes_every_check_with_data_docs(quality_lake):
     assert ingest.result.success and all(r.success for r in daily)
 
     evals = _evaluations(ingest.result, *daily)
-    assert set(evals) == _all_check_keys()  # every expectation of every table ran as a check
-    failed = {k: _meta(ev, "observed_value") for k, ev in evals.items() if not ev.passed}
-    assert failed == {}
+    # Every expectation of every table ran as a check, but those of the edge apps' bronze tables: no edge
+    # app ran, so those tables do not exist and their assets are not materialized (checks skipped).
+    edge = {k for k in _all_check_keys() if k[0] in {f"bronze/{t}" for t in EDGE_OUTPUT_TOPICS}}
+    assert edge and set(evals) == _all_check_keys() - edge
+    # The only results not passed are the comparisons with the edge's missing table: warnings saying so.
+    failed = {k: ev for k, ev in evals.items() if not ev.passed}
+    assert set(failed) == {("gold/revenue_tumbling_5m", "edge_windows_match_gold")}
+    for ev in failed.values():
+        assert ev.severity.value == "WARN" and "not compared" in (ev.description or "")
     gold = _materialized(daily[0]) | {k for r in daily[1:] for k in _materialized(r)}
     assert {"gold/revenue_tumbling_5m", "gold/orders_enriched", "gold/click_sessions"} <= gold
 
