@@ -20,9 +20,16 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
-from benchmarks.common import ensure_topics, machine_info, prepare_input, result, write_results
+from benchmarks.common import (
+    ensure_topics,
+    machine_info,
+    prepare_input,
+    result,
+    wait_for_outputs,
+    write_results,
+)
 from benchmarks.systems.streamhouse_count import build_topology
 from edge.broker.local import local_broker, profile_for
 from edge.kafka import KafkaClientConfig
@@ -33,13 +40,6 @@ ROOT = Path(__file__).resolve().parent.parent
 def topology() -> Any:
     """The benchmark's app for ``streamhouse edge run`` (topics from the environment)."""
     return build_topology(os.environ["BENCH_IN"], os.environ["BENCH_OUT"])
-
-
-def _ends(consumer: Consumer, topic: str, partitions: int) -> int:
-    return sum(
-        consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=5, cached=False)[1]
-        for p in range(partitions)
-    )
 
 
 def run_once(
@@ -60,19 +60,16 @@ def run_once(
     started = time.perf_counter()
     first: float | None = None
     try:
-        while True:
-            done = _ends(watcher, sink, 2)
-            now = time.perf_counter()
-            if done and first is None:
-                first = now
-            if done >= events:
-                break
+        watcher.assign([TopicPartition(sink, p, OFFSET_BEGINNING) for p in range(2)])
+        while not [m for m in watcher.consume(1, 0.02) if m.error() is None]:
+            # waiting for the first output: start-up and the group join are over then
             if proc.poll() is not None:
                 raise RuntimeError(f"the app exited with {proc.returncode}; see {log.name}")
-            if now - started > 900:
-                raise TimeoutError(f"{done} of {events} outputs after 900 s")
-            time.sleep(0.05)
-        end = time.perf_counter()
+        first = time.perf_counter()
+        watch = wait_for_outputs(client, sink, events, timeout_s=900, alive=lambda: proc.poll() is None)
+        if not watch.reached:
+            raise RuntimeError(f"{watch.seen} of {events} outputs; see {log.name}")
+        end = time.perf_counter() - (time.time() - watch.end_wall)
     finally:
         proc.terminate()
         proc.wait(60)
