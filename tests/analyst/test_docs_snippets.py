@@ -1,0 +1,225 @@
+"""Every code block in README.md and docs/ runs as pasted (or says which test runs it instead).
+
+A newcomer copies the README's blocks into a shell or a notebook; a block that lacks an import or names
+an option that no longer exists is the first thing they meet. By fence language:
+
+* ``python``: executed, in a notebook-like namespace that holds ``spark`` (the session), with the
+  environment a reader has after ``streamhouse broker start`` (the broker and lake found by settings);
+* ``bash``: every ``streamhouse`` command is parsed by the CLI itself (command, options, arguments)
+  and every ``make`` target must exist; a block fenced ``bash run`` is executed as a script;
+* ``yaml``: a settings file, loaded by ``load_settings``; ``sql``: run over the lake;
+* ``python no-run <test file>`` / ``bash no-run <test file>``: a block that starts something long (a
+  cluster) names the test that runs it, which must exist; ``python fragment``: an excerpt under
+  discussion in the engineering notes (``docs/notes/``), nowhere else;
+* anything else (output samples, diagrams) is text.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+import pytest
+
+from tests.analyst.conftest import AnalystLake
+
+pytestmark = pytest.mark.spark
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+_FENCE = re.compile(r"^```([^\n]*)\n(.*?)^```", re.MULTILINE | re.DOTALL)
+
+
+@dataclass(frozen=True)
+class Block:
+    path: Path
+    line: int
+    info: str
+    code: str
+
+    @property
+    def lang(self) -> str:
+        return self.info.split(" ", 1)[0] if self.info else ""
+
+    @property
+    def mode(self) -> str:
+        words = self.info.split()
+        return words[1] if len(words) > 1 else ""
+
+    def __str__(self) -> str:
+        return f"{self.path.relative_to(ROOT)}:{self.line} ({self.info or 'text'})"
+
+
+def _blocks() -> list[Block]:
+    out = []
+    for path in DOCS:
+        text = path.read_text()
+        for m in _FENCE.finditer(text):
+            out.append(Block(path, text[: m.start()].count("\n") + 1, m.group(1).strip(), m.group(2)))
+    return out
+
+
+BLOCKS = _blocks()
+
+
+def _ids(kind: str) -> list[Block]:
+    return [b for b in BLOCKS if b.lang == kind]
+
+
+def _commands(code: str) -> list[str]:
+    """The logical lines of a shell block: continuations and quotes spanning lines joined, comments and
+    blank lines dropped."""
+    lines, current = [], ""
+    for raw in code.splitlines():
+        line = raw.rstrip()
+        if line.endswith("\\"):
+            current += line[:-1] + " "
+            continue
+        current += line
+        try:
+            shlex.split(current, comments=True)
+        except ValueError:  # a quote still open: the command goes on on the next line
+            current += "\n"
+            continue
+        if current.strip() and not current.strip().startswith("#"):
+            lines.append(current)
+        current = ""
+    assert not current.strip(), f"unterminated shell command: {current!r}"
+    return lines
+
+
+def _streamhouse_args(command: str) -> list[list[str]]:
+    """The argument lists of every ``streamhouse`` invocation in one shell line (pipes, ``&&``, ``&``)."""
+    out = []
+    try:
+        words = shlex.split(command, comments=True)
+    except ValueError as exc:
+        raise AssertionError(f"not valid shell: {command!r}: {exc}") from None
+    current: list[str] | None = None
+    for word in [*words, "|"]:
+        if word in ("|", "&&", "||", ";", "&"):
+            if current is not None:
+                out.append(current)
+            current = None
+        elif word == "streamhouse" and current is None:
+            current = []
+        elif current is not None:
+            current.append(word)
+    return out
+
+
+def _parse(args: list[str]) -> None:
+    """Let the CLI parse ``args`` down to the command it names (options and arguments checked), without
+    running it."""
+    from orchestration.cli.main import cli
+
+    ctx = cli.make_context("streamhouse", list(args), resilient_parsing=False)
+    command: click.Command = cli
+    while isinstance(command, click.Group) and ctx.protected_args:
+        name, *rest = [*ctx.protected_args, *ctx.args]
+        sub = command.get_command(ctx, name)
+        assert sub is not None, f"streamhouse has no command {name!r}"
+        ctx = sub.make_context(name, rest, parent=ctx, resilient_parsing=False)
+        command = sub
+
+
+def test_the_docs_have_blocks_of_every_kind():
+    kinds = {b.lang for b in BLOCKS}
+    assert {"python", "bash", "yaml", "sql"} <= kinds, kinds
+
+
+def test_fragments_are_only_in_the_engineering_notes():
+    misplaced = [str(b) for b in BLOCKS if b.mode == "fragment" and "docs/notes/" not in str(b.path)]
+    assert not misplaced, misplaced
+
+
+@pytest.mark.parametrize("block", [b for b in BLOCKS if b.mode == "no-run"], ids=str)
+def test_a_block_that_is_not_run_here_names_the_test_that_runs_it(block: Block):
+    named = block.info.split()[2:]
+    assert named and all((ROOT / n).is_file() for n in named), f"{block}: name an existing test file"
+
+
+@pytest.mark.parametrize("block", [b for b in _ids("bash") if b.mode not in ("no-run", "fragment")], ids=str)
+def test_shell_blocks_name_commands_and_options_that_exist(block: Block):
+    makefile = (ROOT / "Makefile").read_text()
+    for command in _commands(block.code):
+        for make_target in re.findall(r"(?:^|[;&|]\s*)make\s+([\w-]+)", command):
+            assert re.search(rf"^{re.escape(make_target)}:", makefile, re.MULTILINE), (
+                f"{block}: make {make_target} is no target"
+            )
+        for args in _streamhouse_args(command):
+            try:
+                _parse(args)
+            except click.ClickException as exc:
+                raise AssertionError(
+                    f"{block}: `streamhouse {' '.join(args)}`: {exc.format_message()}"
+                ) from None
+
+
+@pytest.mark.parametrize("block", [b for b in _ids("yaml") if b.mode not in ("no-run", "fragment")], ids=str)
+def test_yaml_blocks_are_valid_settings_files(block: Block, tmp_path: Path):
+    from orchestration.settings import load_settings
+
+    path = tmp_path / "streamhouse.yaml"
+    path.write_text(block.code)
+    load_settings({}, config_file=path, base=tmp_path)
+
+
+@pytest.mark.parametrize("block", [b for b in _ids("sql") if b.mode not in ("no-run", "fragment")], ids=str)
+def test_sql_blocks_run_over_the_lake(block: Block, lake_env: AnalystLake):
+    from assets.lake import sql
+
+    sql(block.code, lake_root=lake_env.root)
+
+
+@pytest.mark.broker
+@pytest.mark.parametrize(
+    "block", [b for b in _ids("python") if b.mode not in ("no-run", "fragment")], ids=str
+)
+def test_python_blocks_run_as_pasted(block: Block, lake_env: AnalystLake, kafka_broker, spark, monkeypatch):
+    """In a notebook-like namespace that has ``spark``, with the environment of a reader whose broker
+    is the recorded one (here the test session's) and whose lake holds the tables the docs use."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    monkeypatch.setenv("STREAMHOUSE_BOOTSTRAP_SERVERS", kafka_broker.bootstrap_servers)
+    monkeypatch.setenv("STREAMHOUSE_BROKER_PROFILE", kafka_broker.profile.value)
+    monkeypatch.chdir(ROOT)
+    topics = set(re.findall(r'builder\.stream\("([\w.-]+)"', block.code))
+    if topics:  # the topics a snippet reads exist on a reader's broker (created in the walkthrough)
+        admin = AdminClient(kafka_broker.admin())
+        for future in admin.create_topics([NewTopic(t, 1, 1) for t in topics]).values():
+            try:
+                future.result()
+            except Exception as exc:
+                assert "already exists" in str(exc), exc
+    exec(compile(block.code, str(block), "exec"), {"__name__": "__docs__", "spark": spark})
+
+
+@pytest.mark.broker
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("block", [b for b in _ids("bash") if b.mode == "run"], ids=str)
+def test_runnable_shell_blocks_run_as_pasted(block: Block, tmp_path: Path):
+    """A walkthrough block, executed as a script by bash in a fresh state dir (its own broker)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STREAMHOUSE_")}
+    bin_dir = str(Path(os.sys.executable).parent)
+    env.update(
+        {
+            "STREAMHOUSE_STATE_DIR": str(tmp_path / "state"),
+            "STREAMHOUSE_BROKER_KIND": os.environ.get("STREAMHOUSE_BROKER_KIND", "tansu"),
+            "PATH": f"{bin_dir}:{env.get('PATH', '')}",
+        }
+    )
+    script = "set -euo pipefail\n" + block.code.replace("source .venv/bin/activate", ":")
+    done = subprocess.run(
+        ["bash", "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=240
+    )
+    subprocess.run(
+        ["bash", "-c", "streamhouse broker stop || true"], cwd=ROOT, env=env, capture_output=True, timeout=60
+    )
+    assert done.returncode == 0, f"{block} failed:\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
