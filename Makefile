@@ -24,6 +24,7 @@ install: prereqs $(STAMP) ## Create .venv and install everything (pinned)
 	@$(PYTHON) scripts/delta_jars.py
 	@$(PYTHON) scripts/install_kafka_broker.py
 	@$(PYTHON) scripts/install_kafka_streams_tests.py
+	@$(PYTHON) scripts/install_kafka_streams_bench.py
 	@$(PYTHON) scripts/install_chromium.py
 
 # Run a second time on Apache Kafka (STREAMHOUSE_BROKER_KIND=kafka): the edge runtime, exactly-once

@@ -276,6 +276,8 @@ EDGE_HOOKS: list[tuple[str, str, str, str]] = [
      "1-minute tumbling-window count, Streamhouse vs Quix Streams (events/s)"),
     ("edge_join", "benchmarks.systems.edge_join", "stream-stream-join",
      "orders x payments windowed stream-stream join (records/s)"),
+    ("peers", "benchmarks.systems.peers", "peers",
+     "Kafka Streams, Bytewax, Pathway: count, windowed count, enrichment, stream-stream join"),
 ]  # fmt: skip
 
 LAKEHOUSE_RESULTS = RESULTS_DIR / "lakehouse.json"
