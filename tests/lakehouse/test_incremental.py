@@ -19,7 +19,7 @@ from assets.delta import optimize, read_arrow, table_version
 from assets.sample_data import DEFAULT_START, iso_ms
 from orchestration.jobs import DAILY_JOB
 from orchestration.pipeline import materializations, run_daily, run_ingest
-from orchestration.sensors import range_tags
+from orchestration.runs import range_tags
 
 pytestmark = [pytest.mark.broker, pytest.mark.spark, pytest.mark.slow]
 
