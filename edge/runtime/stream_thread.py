@@ -94,7 +94,6 @@ class StreamThread:
         self.shutdown = shutdown
         self.stats = stats
         self._stop = stop
-        self._closing = closing
         self._queries = queries
         self._replace_producer = replace_producer
         #: an exception raised inside a librdkafka callback (rebalance, statistics), re-raised by the loop
