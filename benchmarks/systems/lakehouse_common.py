@@ -136,7 +136,7 @@ def run_selection(
     (as ``orchestration.pipeline.run_daily`` does for the whole job). Raises if a run fails."""
     from assets.partitions import contiguous_ranges
     from orchestration.jobs import DAILY_JOB
-    from orchestration.sensors import range_tags
+    from orchestration.runs import range_tags
 
     job = defs.resolve_job_def(DAILY_JOB)
     selection = asset_keys(defs, DAILY_JOB, layers)

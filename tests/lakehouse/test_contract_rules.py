@@ -213,7 +213,7 @@ def contract_lake(kafka_broker: KafkaClientConfig, spark, tmp_path_factory) -> I
     from orchestration.definitions import build_definitions
     from orchestration.jobs import DAILY_JOB, INGEST_JOB
     from orchestration.resources import ExistingSparkResource
-    from orchestration.sensors import range_tags
+    from orchestration.runs import range_tags
     from orchestration.settings import Settings
 
     lake = tmp_path_factory.mktemp("contract") / "lake"

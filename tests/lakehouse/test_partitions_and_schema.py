@@ -21,7 +21,7 @@ from assets.silver.transform import SchemaRuleError
 from edge.kafka import create_topics
 from orchestration.jobs import DAILY_JOB, MAINTENANCE_JOB
 from orchestration.pipeline import run_ingest
-from orchestration.sensors import range_tags
+from orchestration.runs import range_tags
 
 pytestmark = [pytest.mark.broker, pytest.mark.spark, pytest.mark.slow]
 
