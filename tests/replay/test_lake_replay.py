@@ -211,9 +211,9 @@ def test_replay_as_of_an_older_bronze_version_then_from_the_latest(built):
 def test_replay_after_a_logic_change_equals_a_fresh_build(built, kafka_broker, monkeypatch):
     """Silver drops large orders under the new logic: the replay (through ``replay_job``) of silver/orders
     and everything downstream must equal a lake built from scratch with that logic."""
-    import assets.silver.assets as silver_assets
+    import assets.silver.write as silver_write
 
-    original = silver_assets.deduplicate
+    original = silver_write.deduplicate
 
     def changed(df: Any, key: Any, latest: bool = False) -> Any:
         out = original(df, key, latest=latest)
@@ -222,7 +222,7 @@ def test_replay_after_a_logic_change_equals_a_fresh_build(built, kafka_broker, m
     lake: Lake = built["lake"]
     before = _versions(lake, sorted(SILVER_ORDERS_REPLAY))
     old_rows = {t: _rows(lake.uri(t)) for t in ["silver/orders", *GOLD]}
-    monkeypatch.setattr(silver_assets, "deduplicate", changed)
+    monkeypatch.setattr(silver_write, "deduplicate", changed)
 
     result = lake.defs.resolve_job_def("replay_job").execute_in_process(
         run_config={"ops": {"replay_lake": {"config": {"tables": ["silver/orders"]}}}},
