@@ -205,6 +205,8 @@ class Result:
     seconds: float
     detail: str
     workdir: Path
+    #: when the scenario finished (the report's "run" column)
+    finished: str = dataclasses.field(default_factory=lambda: f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC")
 
     @property
     def as_expected(self) -> bool:
@@ -563,16 +565,19 @@ def run_scenario(scenario: Scenario, workdir: Path, log: Callable[[str], None] =
 _INTRO = """Kafka's own Streams system tests (`streams_smoke_test.py`, `streams_eos_test.py`) with the Java
 clients replaced by their edge ports (`examples/system_tests/`) and the verdict given by Kafka's drivers
 from `org.apache.kafka:kafka-streams:4.1.1:test` (`SmokeTestDriver`, `EosTestDriver`), on one local
-Apache Kafka 4.1.1 broker. Written by `make system-test` (`scripts/system_test.py`); "short" rows are the
-CI's sizes (10 keys x 200-300 values, 1-2 instances), "full" rows Kafka's (20 keys x 1000 values over
-90 s, the processor 1 -> 2 -> 3 sequence; EOS: 3 instances started, stopped or killed in Kafka's order
-while the driver produces). A sabotaged client (every `sum` one less) must make the driver say FAILURE.
+Apache Kafka 4.1.1 broker, a fresh one per scenario. Written by `make system-test`
+(`scripts/system_test.py`); "short" rows are the CI's sizes (smoke: 10 keys x 150 values over 15 s with
+one instance, 10 x 300 over 45 s when the first instance is killed -9 and a second finishes; EOS: one
+instance for about 10 s, or two with one killed -9 mid-transaction and restarted), "full" rows Kafka's
+(smoke: 20 keys x 1000 values over 90 s, the processor 1 -> 2 -> 3 sequence; EOS: 3 instances added,
+stopped or killed -9 in `run_rebalance` / `run_failure_and_recovery`'s order while the driver produces,
+then `verify` / `verify-complex`). "seconds" includes the broker's start. A sabotaged client (every
+`sum` one less) must make the driver say FAILURE; the smoke driver retries 30 x 5 s before it does.
 """
 
 
 def write_report(path: Path, results: list[Result]) -> None:
     """Replace this runner's rows for the scenarios just run in ``path``'s section; keep the rest."""
-    run_at = f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC"
     text = path.read_text() if path.exists() else ""
     heading = re.compile(rf"^## {SECTION}\s*$", re.MULTILINE)
     m = heading.search(text)
@@ -591,7 +596,7 @@ def write_report(path: Path, results: list[Result]) -> None:
         old_rows[r.scenario.name] = (
             f"| {r.scenario.name} | {r.scenario.describe()} | {r.scenario.expected} | {r.verdict} | "
             f"{'yes' if r.as_expected else '**no**'} | {r.seconds} | {r.detail.replace('|', '/')} "
-            f"| {run_at} |"
+            f"| {r.finished} |"
         )
     order = [n for n in SCENARIOS if n in old_rows]
     table = [
