@@ -111,9 +111,9 @@ def check(tables: tuple[str, ...], days: tuple[str, ...], as_of: str | None, no_
         build_index(docs_dir)  # once, after every suite's pages
     errors = sum(len(r.errors) for r in runs)
     if fmt == "json":
-        from orchestration.cli.lake import _echo_json
+        from orchestration.cli.render import echo_json
 
-        _echo_json(
+        echo_json(
             [
                 {
                     "table": r.suite.table,
@@ -133,7 +133,7 @@ def check(tables: tuple[str, ...], days: tuple[str, ...], as_of: str | None, no_
             ]
         )
     else:
-        from orchestration.cli.lake import _print, _table
+        from orchestration.cli.render import print_rich, rich_table
 
         rows = []
         for r in runs:
@@ -143,7 +143,7 @@ def check(tables: tuple[str, ...], days: tuple[str, ...], as_of: str | None, no_
                 status = status if o.compared else "skipped"
                 rows.append((r.suite.table, e.name, e.action, status, o.failing_rows, str(o.observed)[:80]))
         columns = ["table", "expectation", "action", "result", "failing rows", "observed"]
-        _print(_table("Expectation suites", columns, rows, right={"failing rows"}))
+        print_rich(rich_table("Expectation suites", columns, rows, right={"failing rows"}))
         warned = sum(len(r.warnings) for r in runs)
         click.echo(f"{len(runs)} table(s): {errors} error(s), {warned} warning(s)")
         docs = next((r.docs for r in runs if r.docs), None)

@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from orchestration.cli.lake import _echo_json, _print, _table
+from orchestration.cli.render import echo_json, print_rich, rich_table
 
 
 @click.group()
@@ -96,7 +96,7 @@ def lake(
             progress=lambda msg: click.echo(msg, err=True),
         )
     if fmt == "json":
-        _echo_json(
+        echo_json(
             {
                 "dry_run": dry_run,
                 "source": plan.source,
@@ -109,7 +109,7 @@ def lake(
         )
         return
     title = f"{'plan (dry run, nothing written)' if dry_run else 'replayed'} — from {plan.source}"
-    _print(_table(title, ["table", "why", "days", "reads", "version"], plan.rows()))
+    print_rich(rich_table(title, ["table", "why", "days", "reads", "version"], plan.rows()))
 
 
 # -------------------------------------------------------------------------------------------- edge
@@ -221,10 +221,10 @@ def edge(
         f"(group {plan.group_state}) to {target.describe()}"
     )
     if dry_run:
-        _print(_table(title, ["action", "what", "current", "new", "why"], rows))
+        print_rich(rich_table(title, ["action", "what", "current", "new", "why"], rows))
         return
     apply_reset(client, plan)
-    _print(_table(title, ["action", "what", "current", "new", "why"], rows))
+    print_rich(rich_table(title, ["action", "what", "current", "new", "why"], rows))
     if run_after:
         sys.stdout.flush()
         ctx.invoke(

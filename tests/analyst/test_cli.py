@@ -217,7 +217,7 @@ def test_error_in_a_real_process_has_no_stack_trace(lake_env: AnalystLake, tmp_p
 
 def test_interactive_shell_runs_statements_until_quit(lake_env: AnalystLake, capsys, monkeypatch):
     from assets.lake import LakeSession
-    from orchestration.cli.lake import _shell
+    from orchestration.cli.sql_shell import sql_shell
 
     lines = iter(
         [
@@ -231,7 +231,7 @@ def test_interactive_shell_runs_statements_until_quit(lake_env: AnalystLake, cap
     )
     monkeypatch.setattr("builtins.input", lambda prompt="": next(lines))
     with LakeSession(lake_env.root) as session:
-        _shell(session, "table", 10)
+        sql_shell(session, "table", 10)
     out, err = capsys.readouterr()
     assert "gold.revenue_tumbling_5m\nsilver.orders" in out
     assert "72" in out  # the two-line statement ran
