@@ -205,11 +205,12 @@ def streams_config(props: dict[str, str], name: str) -> dict[str, Any]:
     full: dict[str, Any] = {
         "application.id": "SmokeTest",
         "client.id": f"SmokeTest-{name}",
-        "state.dir": tempfile.mkdtemp(prefix="smoke-test-"),
         "processing.guarantee": "exactly_once_v2",
         "windowstore.changelog.additional.retention.ms": str(int(timedelta(days=3).total_seconds() * 1000)),
     }
     full.update(props)
+    if "state.dir" not in full:  # Java's TestUtils.tempDirectory(); the services always give one
+        full["state.dir"] = tempfile.mkdtemp(prefix="smoke-test-")
     return full
 
 
