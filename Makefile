@@ -32,10 +32,14 @@ install: prereqs $(STAMP) ## Create .venv and install everything (pinned)
 # kill -9 storms (tests/chaos, whose exactly-once trials skip on Tansu).
 # A 6 s consumer session (Kafka's default is 45 s, the broker's minimum 6 s) lets each kill -9 test
 # fail over in seconds instead of waiting 45 s for the dead member; everything else is Kafka's default.
-KAFKA_TESTS ?= tests/edge/runtime $(wildcard tests/chaos)
+# Kafka's own Streams system tests (tests/system) and the local 3-node cluster (test_kafka_cluster.py)
+# start Apache Kafka brokers of their own: they run once, in this pass, beside the main one.
+ONLY_KAFKA_PASS := $(wildcard tests/system) $(wildcard tests/foundation/test_kafka_cluster.py)
+KAFKA_TESTS ?= tests/edge/runtime $(wildcard tests/chaos) $(ONLY_KAFKA_PASS)
 # The Dagster kill trial is about Dagster runs, not the broker: it runs once, in the Kafka pass, which
 # runs beside the longer main pass (scripts/test_passes.py).
-MAIN_TEST_ARGS ?= $(if $(wildcard tests/chaos/test_dagster_kill.py),--deselect tests/chaos/test_dagster_kill.py)
+MAIN_TEST_ARGS ?= $(if $(wildcard tests/chaos/test_dagster_kill.py),--deselect tests/chaos/test_dagster_kill.py) \
+	$(foreach t,$(ONLY_KAFKA_PASS),--ignore=$(t))
 KAFKA_PASS_ENV := STREAMHOUSE_BROKER_KIND=kafka STREAMHOUSE_KAFKA__SESSION_TIMEOUT_MS=6000 \
 	STREAMHOUSE_KAFKA__HEARTBEAT_INTERVAL_MS=1000
 # With the delta-spark jars (make install), the suite runs on native Delta; these run again without.
