@@ -1,0 +1,129 @@
+"""The demo's edge apps (``examples.revenue`` and ``examples.click_sessions``): run until caught up,
+then read their stores over the interactive-query HTTP server.
+
+Each app resumes from its consumer group, so a rerun of the demo reads only the new records; the
+result is what the lake's gold tables are compared with (``orchestration.demo_edge_vs_gold``).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.request
+from typing import Any
+
+from edge.kafka import KafkaClientConfig
+from orchestration.demo_offsets import count_records, pending_records
+from orchestration.demo_report import DemoSummary
+from orchestration.settings import Settings
+
+
+def wait_caught_up(app: Any, expected: int, what: str) -> None:
+    """At least every new input processed, then no progress for 1.5 s (three commit intervals)."""
+    deadline = time.monotonic() + 180
+    last, still_since = -1, time.monotonic()
+    while time.monotonic() < deadline:
+        n = app.stats.records_processed
+        if n != last:
+            last, still_since = n, time.monotonic()
+        elif n >= expected and time.monotonic() - still_since > 1.5:
+            return
+        time.sleep(0.1)
+    raise TimeoutError(f"{what} processed {last} records; expected at least {expected}")
+
+
+def _start_app(settings: Settings, client: KafkaClientConfig, topology: Any, application_id: str) -> Any:
+    from edge.runtime import StreamsApp
+
+    app = StreamsApp(
+        topology,
+        {
+            "application.id": application_id,
+            "bootstrap.servers": client.bootstrap_servers,
+            "broker.profile": client.profile.value,
+            "kafka": dict(client.extra),
+            "state.dir": str(settings.state_dir / "streams"),
+            "application.server": "127.0.0.1:0",
+            "commit.interval.ms": 500,
+            "default.deserialization.exception.handler": "continue",
+        },
+    )
+    app.start()
+    if not app.wait_until_running(90):
+        app.close(30)
+        raise RuntimeError(f"edge app {application_id} did not reach RUNNING (state {app.state.name})")
+    return app
+
+
+def _store_entries(app: Any, store: str) -> list[dict[str, Any]]:
+    """Every entry of ``store``, through the app's interactive-query HTTP server."""
+    with urllib.request.urlopen(f"http://{app.advertised_server}/v1/stores/{store}/all?limit=10000000") as r:
+        return list(json.loads(r.read())["entries"])
+
+
+def run_edge_revenue(
+    settings: Settings, client: KafkaClientConfig, prefix: str, summary: DemoSummary
+) -> dict[str, float]:
+    """The ``revenue`` edge app over the orders until caught up; its store read over HTTP."""
+    from assets.edge_apps import edge_app
+    from assets.sample_data import EDGE_REVENUE, ORDERS
+    from examples.revenue import STORE, topology
+
+    application_id = f"{prefix}{edge_app('revenue').application_id}"
+    orders = f"{prefix}{ORDERS}"
+    expected = pending_records(client, application_id, orders)
+    started = time.perf_counter()
+    app = _start_app(settings, client, topology(orders, f"{prefix}{EDGE_REVENUE}"), application_id)
+    try:
+        wait_caught_up(app, expected, application_id)
+        revenue = {e["key"]: float(e["value"]) for e in _store_entries(app, STORE)}
+        server = app.advertised_server
+    finally:
+        app.close(30)
+    summary.add(
+        "Edge app revenue",
+        f"examples.revenue (application.id {application_id}) read {expected:,} new orders in "
+        f"{time.perf_counter() - started:.1f}s; store {STORE!r} holds {len(revenue)} products, "
+        f"queried at http://{server}",
+    )
+    return revenue
+
+
+def run_edge_sessions(
+    settings: Settings, client: KafkaClientConfig, prefix: str, summary: DemoSummary
+) -> set[tuple[str, int, int, int, int]]:
+    """The ``sessions`` edge app over the clicks until caught up; its sessions (user, start, end,
+    clicks, pages) from the session store over HTTP."""
+    from assets.edge_apps import edge_app
+    from assets.sample_data import CLICKS
+    from edge.kafka import TopicSpec, create_topics
+    from examples.click_sessions import STORE, topology
+
+    application_id = f"{prefix}{edge_app('sessions').application_id}"
+    clicks, output = f"{prefix}{CLICKS}", f"{prefix}edge_click_sessions"
+    expected = pending_records(client, application_id, clicks)
+    create_topics(client, [TopicSpec(output, 4)])
+    started = time.perf_counter()
+    app = _start_app(settings, client, topology(clicks, output), application_id)
+    try:
+        wait_caught_up(app, expected, application_id)
+        sessions = {
+            (
+                e["key"],
+                e["window"]["start"],
+                e["window"]["end"],
+                len(e["value"]["events"]),
+                len(e["value"]["pages"]),
+            )
+            for e in _store_entries(app, STORE)
+        }
+    finally:
+        app.close(30)
+    final = count_records(client, output)
+    summary.add(
+        "Edge app sessions",
+        f"examples.click_sessions (application.id {application_id}) read {expected:,} new clicks in "
+        f"{time.perf_counter() - started:.1f}s: {len(sessions):,} sessions in store {STORE!r}, "
+        f"{final:,} final results in {output} (closed windows; the latest are still open)",
+    )
+    return sessions
