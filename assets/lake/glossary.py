@@ -1,7 +1,7 @@
 """What each table of the lake holds and what its columns mean: one source for `streamhouse describe`
-and the README's table catalogue (a column without an entry is shown without a description). The rules
-behind each column (types, units, duplicates, windows, late data, joins) are docs/data-contract.md's;
-the meanings here are its column tables, shortened for a terminal.
+and the table catalogue in docs/querying.md (a column without an entry is shown without a description).
+The rules behind each column (types, units, duplicates, windows, late data, joins) are
+docs/data-contract.md's; the meanings here are its column tables, shortened for a terminal.
 
 Layers: `bronze` (raw Kafka records, one table per topic), `silver` (typed, deduplicated), `quarantine`
 (the rows silver rejected, with the reason), `gold` (windows and joins for analysis).

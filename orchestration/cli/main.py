@@ -30,7 +30,7 @@ def cli() -> None:
     """Streamhouse: Kafka Streams-style edge apps feeding a Dagster + PySpark + Delta lakehouse.
 
     Settings come from STREAMHOUSE_* environment variables and an optional streamhouse.yaml
-    (see README, "Configuration").
+    (see docs/configuration.md).
     """
 
 

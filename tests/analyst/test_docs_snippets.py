@@ -223,3 +223,27 @@ def test_runnable_shell_blocks_run_as_pasted(block: Block, tmp_path: Path):
         ["bash", "-c", "streamhouse broker stop || true"], cwd=ROOT, env=env, capture_output=True, timeout=60
     )
     assert done.returncode == 0, f"{block} failed:\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_the_readme_is_one_screen_and_every_link_lands():
+    """The README is what a newcomer reads first (the reference lives in docs/); a link that lands
+    nowhere is a dead end."""
+    assert len((ROOT / "README.md").read_text().splitlines()) <= 200
+    broken = []
+    for path in DOCS:
+        text = path.read_text()
+        for target, anchor in re.findall(r"\]\(((?!https?:|mailto:)[^)#\s]*)(?:#([^)\s]+))?\)", text):
+            file = (path.parent / target).resolve() if target else path
+            if not file.exists():
+                broken.append(f"{path.relative_to(ROOT)}: {target}")
+                continue
+            if anchor and file.suffix == ".md":
+                anchors = {_slug(h) for h in re.findall(r"^#+ (.+)$", file.read_text(), re.MULTILINE)}
+                if anchor not in anchors:
+                    broken.append(f"{path.relative_to(ROOT)}: {target}#{anchor}")
+    assert not broken, broken
