@@ -106,6 +106,7 @@ def run(
     tag: str,
     timeout_s: float,
     size: int | None = None,
+    keys: int = DEFAULT_KEYS,
 ) -> dict[str, Any]:
     """One workload, timed to every key's final value (``benchmarks/coalesced.py``). ``inputs`` name the
     topics the other systems read; Pathway gets fresh ones, filled while it runs from the same generator."""
@@ -115,7 +116,6 @@ def run(
     if reason:
         return not_available(SYSTEM, workload, input_events, reason)
     n = size or input_events
-    keys = DEFAULT_KEYS
     topic, topic2, output = f"bench-{tag}-in", f"bench-{tag}-in2", f"bench-{tag}-out"
     if workload == "count":
         records, truth, decode = _count(topic, n, keys)

@@ -95,7 +95,7 @@ def bench(ctx: Any) -> list[dict[str, Any]]:
             cap = 240.0
             timeout = ctx.timeout_s(cap) if hasattr(ctx, "timeout_s") else cap
             # a coalescing peer regenerates the input live from the same generator: it needs its size
-            size = {"size": ctx.events if workload in ("count", "enrichment") else wevents}
+            size = {"size": ctx.events if workload in ("count", "enrichment") else wevents, "keys": ctx.keys}
             r = peer.run(
                 ctx.client, workload=workload, inputs=topics, input_events=events, expected_outputs=expected,
                 workdir=ctx.workdir, tag=f"{ctx.run_id}-p{i}-{workload}", timeout_s=timeout,
