@@ -6,7 +6,7 @@ partition EOF (``enable.partition.eof``) rather than from watermarks, which some
 one) do not report reliably. Progress is kept in :class:`RestoreProgress` objects that the metrics
 endpoint exposes and the query server uses to answer 503 while restoring.
 
-Speed (issue 19: >= 1M records/s; docs/benchmarks.md has the figures): the restoring thread only
+Speed (a restore keeps up with 1M records/s; docs/benchmarks.md has the figures): the restoring thread only
 consumes and slices runs of records (:meth:`ChangelogReader._apply_runs`); the stores' writes run on
 apply threads (:class:`_Applier`; RocksDB's write releases the GIL), and Python's cyclic collector is
 paused for the pass (:func:`gc_paused`). RocksDB restore writes already skip the WAL and are flushed
