@@ -81,4 +81,16 @@ def make_plots(results: dict[str, list[dict[str, Any]]], plots_dir: Path) -> lis
         written.append(plots_dir / "edge_variants.png")
         fig.savefig(written[-1], dpi=110)
         plt.close(fig)
+
+    peers = results.get("peers", [])
+    if peers:  # one panel per workload: the peers' rates, not-available ones shown as such
+        workloads = list(dict.fromkeys(r["workload"] for r in peers))
+        fig, axes = plt.subplots(1, len(workloads), figsize=(4 * len(workloads), 4), squeeze=False)
+        for ax, w in zip(axes[0], workloads, strict=True):
+            bars(ax, [r for r in peers if r["workload"] == w], lambda r: r["system"], w)
+        fig.suptitle("Peers (input events/s; Pathway: to every key's final value)", fontsize=10)
+        fig.tight_layout()
+        written.append(plots_dir / "peers.png")
+        fig.savefig(written[-1], dpi=110)
+        plt.close(fig)
     return written
