@@ -106,7 +106,26 @@ def bench(ctx: Any) -> list[dict[str, Any]]:
             if "outputs_per_input" not in r and events:
                 r["outputs_per_input"] = round(expected / events, 4)
             out.append(r)
+    _vs_streamhouse(out, getattr(ctx, "results", None) or {})
     return out
+
+
+#: workload -> the quick set's benchmark holding the edge's figure on the same input
+EDGE_FIGURES = {"count": "edge_count", "windowed-count": "edge_windowed", "enrichment": "edge_enrichment",
+                "stream-stream-join": "edge_join"}  # fmt: skip
+
+
+def _vs_streamhouse(out: list[dict[str, Any]], results: dict[str, list[dict[str, Any]]]) -> None:
+    """``vs_streamhouse`` = the peer's rate / the edge's on the same workload in this run (when both ran)."""
+    for r in out:
+        edge = next(
+            (e for e in results.get(EDGE_FIGURES[r["workload"]], [])
+             if e.get("system") == "streamhouse-edge" and e.get("workload") == r["workload"]
+             and e.get("events_per_s")),
+            None,
+        )  # fmt: skip
+        if edge and r.get("events_per_s"):
+            r["vs_streamhouse"] = round(r["events_per_s"] / edge["events_per_s"], 2)
 
 
 def _load(module: str) -> Any:
