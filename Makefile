@@ -33,8 +33,10 @@ install: prereqs $(STAMP) ## Create .venv and install everything (pinned)
 # A 6 s consumer session (Kafka's default is 45 s, the broker's minimum 6 s) lets each kill -9 test
 # fail over in seconds instead of waiting 45 s for the dead member; everything else is Kafka's default.
 # Kafka's own Streams system tests (tests/system) and the local 3-node cluster (test_kafka_cluster.py)
-# start Apache Kafka brokers of their own: they run once, in this pass, beside the main one.
-ONLY_KAFKA_PASS := $(wildcard tests/system) $(wildcard tests/foundation/test_kafka_cluster.py)
+# start Apache Kafka brokers of their own, and the peer benchmarks' hook (test_peers.py) builds the peers'
+# venvs and runs a JVM: minutes each, run once, in this pass, beside the main one.
+ONLY_KAFKA_PASS := $(wildcard tests/system) $(wildcard tests/foundation/test_kafka_cluster.py) \
+	$(wildcard tests/benchmarks/test_peers.py)
 KAFKA_TESTS ?= tests/edge/runtime $(wildcard tests/chaos) $(ONLY_KAFKA_PASS)
 # The Dagster kill trial is about Dagster runs, not the broker: it runs once, in the Kafka pass, which
 # runs beside the longer main pass (scripts/test_passes.py).
