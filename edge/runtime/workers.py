@@ -44,8 +44,6 @@ from edge.runtime.worker import READY_PREFIX
 
 log = logging.getLogger(__name__)
 
-#: how long a worker may take from its start to serving queries (it restores its stores first)
-READY_TIMEOUT_S = 300.0
 #: a stopped worker that has not exited after this long is killed
 STOP_TIMEOUT_S = 45.0
 
@@ -109,11 +107,6 @@ class StreamWorkers:
     def advertised_server(self) -> str:
         assert self._front is not None
         return f"{self.host}:{self._front.server_address[1]}"
-
-    def wait_ready(self, timeout: float = READY_TIMEOUT_S) -> bool:
-        """Whether every worker said it serves queries within ``timeout``."""
-        deadline = time.monotonic() + timeout
-        return all(w.ready.wait(max(0.0, deadline - time.monotonic())) for w in self.workers)
 
     def request_shutdown(self) -> None:
         """Ask every worker to stop (SIGTERM: each commits, closes its stores, leaves the group)."""
@@ -201,7 +194,8 @@ class StreamWorkers:
             self.exit_code = EXIT_FENCED
             self.request_shutdown()
             return
-        if self.replace_failed:
+        if self.replace_failed and worker.ready.is_set():
+            # a worker that failed before it ever ran (a bad setting, a missing topic) would fail again
             log.warning("worker %d exited with status %s: replacing it (replace_thread)", worker.index, code)
             replacement = self._spawn(worker.index)
             replacement.restarts = worker.restarts + 1
@@ -259,6 +253,7 @@ class StreamWorkers:
                 "worker": worker.index,
                 "pid": worker.process.pid,
                 "server": worker.server,
+                "restarts": worker.restarts,
             }
             if not worker.ready.is_set() or worker.server is None:
                 entry["state"] = "STARTING" if worker.process.poll() is None else "EXITED"

@@ -127,3 +127,69 @@ def test_two_workers_share_the_partitions_behind_one_address(kafka_broker, make_
 def _listening(port: int) -> bool:
     with socket.socket() as s:
         return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _start(kafka_broker, make_topic, unique_name, tmp_path, *extra: str) -> tuple[subprocess.Popen, str]:
+    source, sink = make_topic("lines", 2), make_topic("counts", 2)
+    port = _free_port()
+    env = {**os.environ, "REPLAY_IN": source, "REPLAY_OUT": sink}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "orchestration.cli.main", "edge", "run", "tests.replay.apps:wordcount",
+         "--application-id", unique_name("wc"), "--bootstrap-servers", kafka_broker.bootstrap_servers,
+         "--state-dir", str(tmp_path / "state"), "--server", f"127.0.0.1:{port}", "--workers", "2", *extra],
+        cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    return proc, f"http://127.0.0.1:{port}"
+
+
+def _wait_health(front: str, predicate, timeout: float = 150) -> dict:
+    port = int(front.rsplit(":", 1)[1])
+    deadline = time.monotonic() + timeout
+    health: dict = {}
+    while time.monotonic() < deadline:
+        if _listening(port):
+            status, health = _get(f"{front}/health")
+            if predicate(status, health):
+                return health
+        time.sleep(0.5)
+    raise AssertionError(f"instance health never matched: {health}")
+
+
+@pytest.mark.broker
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_a_killed_worker_is_replaced_under_replace_thread_and_stops_the_instance_otherwise(
+    kafka_broker, make_topic, unique_name, tmp_path
+):
+    for response, expect_code in (("replace_thread", None), ("shutdown_client", 1)):
+        proc, front = _start(
+            kafka_broker,
+            make_topic,
+            unique_name,
+            tmp_path / response,
+            "-c",
+            f"uncaught.exception.response={response}",
+        )
+        try:
+            health = _wait_health(front, lambda s, h: s == 200)
+            victim = health["workers"][1]["pid"]
+            os.kill(victim, signal.SIGKILL)
+            if expect_code is None:
+                health = _wait_health(
+                    front,
+                    lambda s, h, victim=victim: (
+                        s == 200 and h["workers"][1]["restarts"] == 1 and h["workers"][1]["pid"] != victim
+                    ),
+                )
+                assert proc.poll() is None
+                proc.send_signal(signal.SIGTERM)
+                _, err = proc.communicate(timeout=90)
+                assert proc.returncode == 0, err[-2000:]
+                assert "replacing it (replace_thread)" in err
+            else:
+                _, err = proc.communicate(timeout=120)
+                assert proc.returncode == expect_code, err[-2000:]
+                assert "stopping the instance (shutdown_client)" in err
+        finally:
+            if proc.poll() is None:
+                proc.kill()
