@@ -13,6 +13,7 @@ from typing import Any
 
 from rich.table import Table
 
+from edge.broker import BrokerKind
 from orchestration.demo_kafka import KafkaUse
 from orchestration.demo_progress import console
 from orchestration.settings import Settings
@@ -122,12 +123,18 @@ def print_summary(summary: DemoSummary, settings: Settings, where: object, kafka
         "with the reason (see the checks in the UI), drops the duplicates, and late orders re-open their day."
     )
     servers = kafka.client.bootstrap_servers
-    broker = (
-        f"The local broker keeps running at {servers} (stop it with `streamhouse broker stop`; the embedded "
-        "one forgets its topics, and the next demo then starts the lake over)."
-        if kafka.origin != "configured"
-        else f"Kafka: {servers}."
-    )
+    if kafka.origin == "configured":
+        broker = f"Kafka: {servers}."
+    elif kafka.kind == BrokerKind.TANSU.value:
+        broker = (
+            f"The local broker keeps running at {servers} (the embedded one keeps its topics in memory: "
+            "`streamhouse broker stop` loses them, and the next demo then stops and offers `--reset`)."
+        )
+    else:
+        broker = (
+            f"The local broker keeps running at {servers}, its topics on disk (`streamhouse broker stop` "
+            "stops it; the next start finds them again)."
+        )
     console.print(
         f"[bold]See it in the Dagster UI:[/bold] `make dagster`, then open http://127.0.0.1:3000 "
         f"(Runs: this demo's runs; Lineage: topics → edge apps → bronze → silver → gold, with checks and "
