@@ -59,6 +59,24 @@ def _last_line(text: str) -> str:
     return lines[-1] if lines else "(no output)"
 
 
+def _failure_digest(result: PassResult, limit: int = 60) -> str:
+    """A failed background pass's failing tests and assertion lines, printed last.
+
+    CI keeps the head and the tail of the output: a background pass's tracebacks sit in its middle, so
+    its failures are repeated here, at the end, where the excerpt still shows them.
+    """
+    assert result.log is not None
+    lines = result.log.read_text(errors="replace").splitlines()
+    picked = [
+        line
+        for line in lines
+        if line.startswith(("FAILED ", "ERROR ", "E   ", "_____")) or " - AssertionError" in line
+    ]
+    if len(picked) > limit:
+        picked = [*picked[: limit - 1], f"... {len(picked) - limit + 1} more lines in {result.log}"]
+    return f"\n{'=' * 30} {result.name} pass: failures {'=' * 30}\n" + "\n".join(picked)
+
+
 def _run_logged(name: str, args: list[str], env: dict[str, str], log: Path, procs: list) -> PassResult:
     started = time.monotonic()
     with open(log, "w") as out:
@@ -137,6 +155,9 @@ def main() -> int:
         print(f"  {result.name}: exit {result.code}, {result.seconds / 60:.1f} min: {result.last_line}")
     for note in notes:
         print(f"  {note}")
+    for result in results:
+        if result.code != 0 and result.log is not None:
+            print(_failure_digest(result))
     failed = main_code != 0 or any(r.code != 0 for r in results)
     return 1 if failed else 0
 

@@ -11,6 +11,8 @@ Apache Kafka broker of their own (the session's, in the Kafka pass), skipped whe
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -21,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from assets import sample_data
-from edge.broker import ApacheKafkaBroker, BrokerKind, kafka_unavailable_reason, profile_for
+from edge.broker import ApacheKafkaBroker, BrokerKind, EmbeddedBroker, kafka_unavailable_reason, profile_for
 from edge.kafka import KafkaClientConfig, TopicSpec, create_topics
 from edge.kafka.delivery import DeliveryError, DeliveryTracker, MissingTopicError
 from orchestration.cli.main import main
@@ -202,17 +204,29 @@ def test_producing_to_missing_sample_topics_fails_at_once(kafka_broker: KafkaCli
         assert time.monotonic() - started < 10
 
 
-def test_records_still_in_flight_after_the_flush_timeout_fail(
-    kafka_broker: KafkaClientConfig, make_topic
-) -> None:
-    """No report at all (a broker that stopped answering): what flush() leaves behind is lost, and said so."""
-    topic = make_topic("slow")
-    tracker = DeliveryTracker(kafka_broker, flush_timeout_s=0, **{"linger.ms": 5000})
-    tracker.require_topics([topic])
-    tracker.produce(topic, b"v")
-    with pytest.raises(DeliveryError, match=rf"1 of 1 records to topic '{topic}' still undelivered after 0s"):
-        tracker.finish()
-    tracker.producer.purge()
+def test_records_still_in_flight_after_the_flush_timeout_fail(tmp_path: Path) -> None:
+    """No report at all (a broker that stopped answering): what flush() leaves behind is lost, and said so.
+
+    The broker is a private embedded one, paused (SIGSTOP) once the record is queued: nothing can answer
+    before the flush times out, however slowly this machine runs (a live broker on loopback could
+    acknowledge within the flush's own poll).
+    """
+    with EmbeddedBroker(log_dir=tmp_path) as broker:
+        client = KafkaClientConfig(broker.info.bootstrap_servers, profile=profile_for(BrokerKind.TANSU))
+        topic = "slow"
+        create_topics(client, [TopicSpec(topic, partitions=1)])
+        tracker = DeliveryTracker(client, flush_timeout_s=0.5, **{"linger.ms": 5000})
+        tracker.require_topics([topic])
+        os.kill(broker.info.pid, signal.SIGSTOP)
+        try:
+            tracker.produce(topic, b"v")
+            with pytest.raises(
+                DeliveryError, match=rf"1 of 1 records to topic '{topic}' still undelivered after 0.5s"
+            ):
+                tracker.finish()
+        finally:
+            os.kill(broker.info.pid, signal.SIGCONT)
+        tracker.producer.purge()
 
 
 def test_an_unreachable_broker_is_named() -> None:

@@ -93,6 +93,8 @@ def _status_icon(row) -> str:  # type: ignore[no-untyped-def]
     passed, failed = row.locator("i.fa-check-circle.text-success"), row.locator("i.fa-times.text-danger")
     assert passed.count() + failed.count() == 1, row.inner_text()
     icon = passed if passed.count() else failed
+    # drawn once font-awesome's font has loaded (an icon glyph has no width before): wait for that, bounded
+    icon.wait_for(state="visible", timeout=20_000)
     box = icon.bounding_box()
     assert box and box["width"] > 0, "the status icon is not drawn"
     return "passed" if passed.count() else "failed"
