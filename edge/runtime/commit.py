@@ -46,7 +46,14 @@ log = logging.getLogger(__name__)
 
 
 class ProducerFencedError(StreamhouseError):
-    """Another instance with our transactional.id started: this one is a zombie and must stop."""
+    """The transactional producer was fenced: by another instance with our transactional.id (a zombie,
+    which must stop), or by the coordinator aborting a transaction older than ``transaction.timeout.ms``
+    (task migration, see :meth:`edge.runtime.outage.OutageWatchdog.tasks_migrated`). ``txn_age_s`` is
+    how long the open transaction had been running when the fencing surfaced (None: none was open)."""
+
+    def __init__(self, message: str, *, txn_age_s: float | None = None) -> None:
+        super().__init__(message)
+        self.txn_age_s = txn_age_s
 
 
 class TransactionAbortedError(StreamhouseError):
@@ -69,6 +76,9 @@ class Committer:
         self.exactly_once = exactly_once
         self.timeout_s = timeout_s
         self.txn_open = False
+        #: when the open transaction began (monotonic seconds): the coordinator aborts one that outlives
+        #: transaction.timeout.ms, which is what tells its fencing from a zombie's
+        self.txn_began = 0.0
         #: set once the producer hit a fatal error (fenced): it can do nothing more, not even abort
         self.fatal = False
         self.commits = 0
@@ -167,6 +177,11 @@ class Committer:
         self.producer = self.consumer = None
 
     # -- transactions -------------------------------------------------------------------------------
+    @property
+    def txn_age_s(self) -> float | None:
+        """Seconds since the open transaction began; None when none is open."""
+        return time.monotonic() - self.txn_began if self.txn_open else None
+
     def begin(self) -> None:
         if self.exactly_once and not self.txn_open:
             try:
@@ -174,18 +189,23 @@ class Committer:
             except KafkaException as exc:
                 self._raise_txn(exc, "begin")
             self.txn_open = True
+            self.txn_began = time.monotonic()
 
     def abort(self) -> None:
         if not (self.exactly_once and self.txn_open) or self.fatal:
             self.txn_open = False
             return
+        age = self.txn_age_s
         self.txn_open = False
         try:
             self.producer.abort_transaction(self.timeout_s)
         except KafkaException as exc:
             if is_fenced(exc):
                 self.fatal = True
-                raise ProducerFencedError(f"producer fenced while aborting: {exc}") from exc
+                raise ProducerFencedError(
+                    f"producer fenced while aborting a transaction open for {age or 0:.1f} s: {exc}",
+                    txn_age_s=age,
+                ) from exc
             raise
         finally:
             self.collector.first_error = None
@@ -193,11 +213,14 @@ class Committer:
 
     def _raise_txn(self, exc: KafkaException, step: str) -> None:
         if is_fenced(exc) or (exc.args and getattr(exc.args[0], "fatal", lambda: False)()):
+            age = self.txn_age_s
             self.fatal = True
             self.txn_open = False
             raise ProducerFencedError(
-                f"this instance's transactional producer was fenced during {step} (another instance "
-                f"started with the same transactional.id): {exc.args[0]}"
+                f"this instance's transactional producer was fenced during {step}, its transaction open "
+                f"for {age or 0:.1f} s (by another instance with the same transactional.id, or by the "
+                f"coordinator aborting a transaction past transaction.timeout.ms): {exc.args[0]}",
+                txn_age_s=age,
             ) from exc
         err = exc.args[0] if exc.args else None
         if err is not None and getattr(err, "txn_requires_abort", lambda: False)():

@@ -151,6 +151,35 @@ class OutageWatchdog:
             )
         return True
 
+    def fenced_by_timeout(self, exc: ProducerFencedError) -> bool:
+        """Exactly-once, no outage: was the producer fenced because its open transaction outlived
+        ``transaction.timeout.ms``?
+
+        A broker bounce can hold a transaction open that long without the cluster ever looking gone: a
+        produce request to the dead leader waits out ``request.timeout.ms`` before the partition's new
+        leader is found, and a hard-killed transaction coordinator's successor loads the transaction
+        log only once the old one is fenced (6 s here, 9 s by default). The coordinator then aborts the
+        transaction and bumps the epoch (``TransactionCoordinator.abortTimedOutTransactions``), so the
+        next EndTxn or produce is fenced. Kafka Streams turns every such fencing into
+        TaskMigratedException (``StreamsProducer.commitTransaction``, ``RecordCollectorImpl.
+        recordSendError``): close the tasks dirty, a new producer, go on. A zombie is fenced by
+        another incarnation's ``init_transactions`` instead, at any age of its transaction: one younger
+        than the timeout cannot have been aborted by the coordinator, so that fencing still stops the
+        instance. The tasks resume with a new producer (``replace_producer``, as after an outage).
+        """
+        age = exc.txn_age_s
+        if not (self.exactly_once and age is not None and age * 1000 >= self.transaction_timeout_ms):
+            return False
+        log.warning(
+            "exactly-once: the transactional producer was fenced with its transaction open for %.1f s, "
+            "past transaction.timeout.ms=%d (the coordinator aborted it: task migration, not a zombie); "
+            "closing the tasks without a commit and resuming them with a new producer (%s)",
+            age,
+            self.transaction_timeout_ms,
+            exc,
+        )
+        return True
+
     def tasks_migrated(self, exc: BaseException) -> bool:
         """Did ``exc`` fail because the cluster is gone or the group dropped us (Kafka Streams'
         TaskMigratedException), rather than because of a bug or a bad record?"""
@@ -159,7 +188,9 @@ class OutageWatchdog:
         if self.fenced_by_outage(exc):
             return True
         if isinstance(exc, ProducerFencedError):
-            return False  # a newer instance with our transactional.id: this one is a zombie and stops
+            # by the coordinator's timeout (migration), else a newer instance with our transactional.id:
+            # this one is a zombie and stops
+            return self.fenced_by_timeout(exc)
         if not self.cluster.reachable:
             return True
         err = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None

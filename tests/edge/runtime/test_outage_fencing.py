@@ -91,3 +91,53 @@ def test_the_fencing_is_logged_once_per_outage(caplog) -> None:  # type: ignore[
     lines = [r.getMessage() for r in caplog.records if "was fenced" in r.getMessage()]
     assert len(lines) == 1, lines
     assert "transaction.timeout.ms=10000" in lines[0]
+
+
+def _fenced_at(age_s: float | None) -> ProducerFencedError:
+    try:
+        try:
+            raise _fatal_fenced()
+        except KafkaException as exc:
+            raise ProducerFencedError("fenced during commit", txn_age_s=age_s) from exc
+    except ProducerFencedError as err:
+        return err
+
+
+def test_a_transaction_past_its_timeout_fenced_without_an_outage_is_task_migration() -> None:
+    """A broker bounce: no outage, but the transaction outlived transaction.timeout.ms (10 s) and the
+    coordinator aborted it; Kafka Streams calls that TaskMigratedException, and so does the edge."""
+    outage = _outage("exactly_once_v2")
+    assert outage.tasks_migrated(_fenced_at(10.5))
+    assert not outage.tasks_migrated(_fenced_at(3.0))  # younger: only a newer incarnation fences it
+    assert not outage.tasks_migrated(_fenced_at(None))  # no transaction open: a zombie's fencing
+    assert not _outage("at_least_once").fenced_by_timeout(_fenced_at(60.0))
+
+
+def test_the_committer_says_how_old_the_fenced_transaction_was() -> None:
+    """Committer.abort on a fenced producer: the error carries the open transaction's age."""
+    import time
+
+    from edge.runtime.commit import Committer
+
+    class FencedProducer:
+        def begin_transaction(self) -> None:
+            pass
+
+        def abort_transaction(self, timeout: float) -> None:
+            raise _fatal_fenced()
+
+    class Collector:
+        first_error = None
+        changelog_offsets: dict = {}
+
+    committer = Committer(None, FencedProducer(), Collector(), exactly_once=True)  # type: ignore[arg-type]
+    committer.begin()
+    committer.txn_began = time.monotonic() - 12.0
+    try:
+        committer.abort()
+    except ProducerFencedError as exc:
+        assert exc.txn_age_s is not None and 11.5 < exc.txn_age_s < 20
+        assert "open for 12." in str(exc)
+    else:
+        raise AssertionError("a fenced abort must raise ProducerFencedError")
+    assert committer.fatal and committer.txn_age_s is None

@@ -1,0 +1,96 @@
+"""Broker bounces under the smoke test (Kafka's ``streams_broker_bounce_test.py``), short form.
+
+``scripts/broker_bounce.py`` (``make system-test``) runs Kafka's whole matrix: clean and hard shutdowns
+and five clean or hard bounces of the read leader, a write leader and the active controller, under
+both guarantees. The CI runs one app per guarantee through four failures on a 3-node cluster (a clean
+bounce of the leader of the partition it reads, a hard bounce of the active KRaft controller, a hard
+bounce of the leader of a partition it writes, a clean bounce of the controller): Kafka's
+SmokeTestDriver must say SUCCESS, the app must never exit, and each failure may stall the output for
+at most the session timeout plus 5 s.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _load(name: str) -> ModuleType:
+    """A module of ``scripts/`` (not a package), under its own name so that its imports resolve."""
+    if name in sys.modules:
+        return sys.modules[name]
+    scripts = str(ROOT / "scripts")
+    if scripts not in sys.path:
+        sys.path.insert(0, scripts)
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up by name
+    spec.loader.exec_module(module)
+    return module
+
+
+bounce = _load("broker_bounce")
+
+
+@pytest.fixture(scope="module")
+def drivers() -> None:
+    reason = bounce.st.drivers_unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+
+
+def _explain(r: object) -> str:
+    logs = "\n".join(
+        f"--- {p.relative_to(r.workdir)} (tail)\n"
+        + "\n".join(p.read_text(errors="replace").splitlines()[-20:])
+        for p in sorted(r.workdir.glob("*/std*.log"))
+        if p.stat().st_size
+    )
+    stalls = [(b.mode, b.target, b.node, b.stall_s) for b in r.bounces]
+    return (
+        f"{r.scenario.name}: driver said {r.verdict} ({r.detail}); app exited: {r.app_exited}; "
+        f"stalls {stalls} (limit {bounce.STALL_LIMIT_S} s)\n{logs}"
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1500)
+@pytest.mark.parametrize("name", bounce.GROUPS["short"])
+def test_smoke_app_rides_out_broker_bounces(name: str, drivers: None, tmp_path: Path) -> None:
+    result = bounce.run_bounces(bounce.SCENARIOS[name], tmp_path / name, log=lambda _line: None)
+    assert result.verdict == "SUCCESS" or result.accepted, _explain(result)
+    assert not result.app_exited, _explain(result)
+    assert len(result.bounces) == bounce.SCENARIOS[name].actions, _explain(result)
+    assert result.max_stall <= bounce.STALL_LIMIT_S, _explain(result)
+
+
+def test_stall_is_the_longest_wait_for_output() -> None:
+    """From the failure to the first record, then between records; the whole window when none came."""
+    assert bounce.stall([1.0, 2.0, 9.0, 9.5], 1.5, 20.0) == 7.0
+    assert bounce.stall([1.0, 12.0, 13.0], 2.0, 20.0) == 10.0
+    assert bounce.stall([1.0], 2.0, 20.0) == 18.0
+
+
+def test_report_keeps_the_explanation_after_the_table(tmp_path: Path) -> None:
+    """``--report`` rewrites the table's rows and keeps the error-by-error prose below it."""
+    report = tmp_path / "reliability.md"
+    report.write_text(
+        f"# R\n\n## {bounce.SECTION}\n\nold intro\n\n### Errors\n\nkept prose\n\n## Next\n\nx\n"
+    )
+    sc = bounce.SCENARIOS["short-eos"]
+    hop = bounce.Bounce("hard_bounce", "controller", 2, 0.0, 30.0, 8.4)
+    r = bounce.BounceResult(sc, "SUCCESS", True, 300.0, "", tmp_path, [hop], False)
+    bounce.write_report(report, [r])
+    text = report.read_text()
+    assert "old intro" not in text
+    assert "### Errors\n\nkept prose\n" in text
+    assert text.endswith("## Next\n\nx\n")
+    row = next(line for line in text.splitlines() if line.startswith("| short-eos"))
+    assert "| SUCCESS | yes | no | 2 | 8.4 | 8.4 |" in row
