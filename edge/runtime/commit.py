@@ -211,6 +211,37 @@ class Committer:
             self.collector.first_error = None
             self.collector.changelog_offsets.clear()
 
+    def _txn_call(self, step: str, call: Callable[[float], object], deadline: float) -> None:
+        """``call(timeout)`` again while it fails with a retriable error, until ``deadline``.
+
+        librdkafka's contract for ``send_offsets_to_transaction`` and ``commit_transaction``: a
+        retriable error (CONCURRENT_TRANSACTIONS while the coordinator still completes the previous
+        transaction's markers, COORDINATOR_LOAD_IN_PROGRESS or NOT_COORDINATOR while a bounced
+        coordinator's successor loads the transaction log, a timeout) leaves the transaction as it was
+        and the call may simply be repeated. Java's producer repeats those requests itself
+        (``TransactionManager``'s handlers re-enqueue on them), so Kafka Streams'
+        ``StreamsProducer.commitTransaction`` never sees them; here the committer repeats the call. The
+        deadline is the committer's timeout (``transaction.timeout.ms`` under exactly-once): past it the
+        coordinator aborts the transaction anyway, and the last error goes to :meth:`_raise_txn`.
+        """
+        while True:
+            try:
+                call(max(deadline - time.monotonic(), 1.0))
+                return
+            except KafkaException as exc:
+                err = exc.args[0] if exc.args else None
+                retriable = (
+                    isinstance(err, KafkaError)
+                    and err.retriable()
+                    and not err.fatal()
+                    and not err.txn_requires_abort()
+                )
+                if not retriable or time.monotonic() >= deadline:
+                    self._raise_txn(exc, step)
+                log.info("exactly-once: %s failed with a retriable error (%s); retrying", step, err)
+                self.collector.poll()
+                time.sleep(0.1)
+
     def _raise_txn(self, exc: KafkaException, step: str) -> None:
         if is_fenced(exc) or (exc.args and getattr(exc.args[0], "fatal", lambda: False)()):
             age = self.txn_age_s
@@ -255,14 +286,15 @@ class Committer:
         tps = [TopicPartition(topic, p, off) for (topic, p), off in offsets.items()]
         if self.exactly_once:
             # 2-4 atomically: records queued in the transaction + input offsets, then commit
-            try:
-                if tps:
-                    self.producer.send_offsets_to_transaction(
-                        tps, self.consumer.consumer_group_metadata(), self.timeout_s
-                    )
-                self.producer.commit_transaction(self.timeout_s)
-            except KafkaException as exc:
-                self._raise_txn(exc, "commit")
+            deadline = time.monotonic() + self.timeout_s
+            if tps:
+                group = self.consumer.consumer_group_metadata()
+                self._txn_call(
+                    "send_offsets_to_transaction",
+                    lambda t: self.producer.send_offsets_to_transaction(tps, group, t),
+                    deadline,
+                )
+            self._txn_call("commit_transaction", self.producer.commit_transaction, deadline)
             self.txn_open = False
             self.collector.raise_if_failed()
         else:

@@ -1,0 +1,128 @@
+"""Exactly-once commits repeat a transactional call that failed with a retriable error.
+
+librdkafka hands ``send_offsets_to_transaction`` / ``commit_transaction`` errors such as
+CONCURRENT_TRANSACTIONS (the coordinator still writing the previous transaction's markers) or
+COORDINATOR_LOAD_IN_PROGRESS (a bounced coordinator's successor loading the log) back to the caller as
+retriable; Java's producer repeats those requests itself. Before, the edge passed them to the stream
+thread, which stopped the instance on CONCURRENT_TRANSACTIONS. The calls are driven through the
+committer with a producer double that fails the way librdkafka reports (the broker side is covered by
+tests/system/test_broker_bounce.py on a 3-node cluster).
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException
+
+from edge.runtime.commit import Committer, TransactionAbortedError
+
+
+class _Producer:
+    """Fails each transactional call with the queued errors, then succeeds; records the calls."""
+
+    def __init__(self, errors: dict[str, list[KafkaError]]) -> None:
+        self.errors = errors
+        self.calls: list[str] = []
+
+    def _call(self, name: str) -> None:
+        self.calls.append(name)
+        queued = self.errors.get(name)
+        if queued:
+            raise KafkaException(queued.pop(0))
+
+    def begin_transaction(self) -> None:
+        self._call("begin")
+
+    def send_offsets_to_transaction(self, tps: object, group: object, timeout: float) -> None:
+        self._call("send_offsets")
+
+    def commit_transaction(self, timeout: float) -> None:
+        self._call("commit")
+
+    def abort_transaction(self, timeout: float) -> None:
+        self._call("abort")
+
+
+class _Consumer:
+    def consumer_group_metadata(self) -> object:
+        return object()
+
+
+class _Collector:
+    first_error = None
+
+    def __init__(self) -> None:
+        self.changelog_offsets: dict = {}
+
+    def poll(self) -> None:
+        pass
+
+    def raise_if_failed(self) -> None:
+        pass
+
+
+class _Task:
+    """An active task whose commit names one input offset and has nothing to persist."""
+
+    key = (0, 0)
+    committed: dict = {}
+    source_changelogs: tuple = ()
+    offsets: dict = {}
+
+    class task:  # the attribute ActiveTask has
+        source_topics = ("in",)
+
+        @staticmethod
+        def commit_prepare() -> dict:
+            return {("in", 0): 42}
+
+        @staticmethod
+        def persist_stores() -> None:
+            pass
+
+    def update_offsets(self, written: object) -> None:
+        pass
+
+    def write_checkpoint(self) -> None:
+        pass
+
+
+def _committer(producer: _Producer, timeout_s: float = 10.0) -> Committer:
+    return Committer(_Consumer(), producer, _Collector(), exactly_once=True, timeout_s=timeout_s)  # type: ignore[arg-type]
+
+
+def test_concurrent_transactions_on_send_offsets_is_retried() -> None:
+    err = KafkaError(KafkaError.CONCURRENT_TRANSACTIONS, "concurrent", retriable=True)
+    producer = _Producer({"send_offsets": [err, err]})
+    committer = _committer(producer)
+    committer.commit([_Task()])  # type: ignore[list-item]
+    assert producer.calls == ["begin", "send_offsets", "send_offsets", "send_offsets", "commit"]
+    assert not committer.txn_open
+
+
+def test_a_retriable_commit_error_is_retried() -> None:
+    err = KafkaError(KafkaError.COORDINATOR_LOAD_IN_PROGRESS, "loading", retriable=True)
+    producer = _Producer({"commit": [err]})
+    _committer(producer).commit([_Task()])  # type: ignore[list-item]
+    assert producer.calls[-2:] == ["commit", "commit"]
+
+
+def test_retries_end_at_the_deadline() -> None:
+    err = KafkaError(KafkaError._TIMED_OUT, "timed out", retriable=True)
+    producer = _Producer({"send_offsets": [err] * 1000})
+    committer = _committer(producer, timeout_s=0.5)
+    started = time.monotonic()
+    with pytest.raises(KafkaException):
+        committer.commit([_Task()])  # type: ignore[list-item]
+    assert time.monotonic() - started < 5
+    assert "commit" not in producer.calls
+
+
+def test_an_abortable_error_is_not_retried_but_aborts() -> None:
+    err = KafkaError(KafkaError.INVALID_TXN_STATE, "abortable", txn_requires_abort=True)
+    producer = _Producer({"commit": [err]})
+    with pytest.raises(TransactionAbortedError):
+        _committer(producer).commit([_Task()])  # type: ignore[list-item]
+    assert producer.calls[-2:] == ["commit", "abort"]
