@@ -185,6 +185,9 @@ class SegmentedBytesStore:
         #: expired segments hidden from reads, dropped on the next persist (deferred writes only)
         self._doomed: list[_Segment] = []
         self._shared = None
+        #: the oldest live segment id last checked for expired segments (None: check on the next write);
+        #: segments below it are gone, so a write in the same or an older floor scans nothing
+        self._expiry_floor: int | None = None
 
     @property
     def defer_writes(self) -> bool:
@@ -229,6 +232,7 @@ class SegmentedBytesStore:
     def _open_segment(self, segment_id: int) -> _Segment:
         segment = _Segment(self._shared, segment_id, self._segment_name(segment_id), self._iters)
         self._segments[segment_id] = segment
+        self._expiry_floor = None
         return segment
 
     def _check_open(self) -> None:
@@ -286,6 +290,11 @@ class SegmentedBytesStore:
 
     def _drop_expired(self) -> None:
         min_live = (self.observed_stream_time - self.retention_ms) // self.segment_interval_ms
+        # stream time advances with nearly every write, the oldest live segment once per segment interval
+        floor = self._expiry_floor
+        if floor is not None and min_live <= floor:
+            return
+        self._expiry_floor = min_live
         for segment_id in [s for s in self._segments if s < min_live]:
             segment = self._segments.pop(segment_id)
             if self._defer:
@@ -319,21 +328,35 @@ class SegmentedBytesStore:
 
     # -- point operations --------------------------------------------------------------------------
     def get(self, key: bytes) -> bytes | None:
-        self._check_open()
+        if not self._open:
+            self._check_open()
         time = self.time_of(key)
-        if time < self.min_live_time():
+        # min_live_time() written out: a window aggregation reads once per record
+        if time < self.observed_stream_time - self.retention_ms + (0 if self.time_first else 1):
             return None
         segment = self._segments.get(time // self.segment_interval_ms)
-        return None if segment is None else segment.get(key)
+        return None if segment is None else self._shared.get(segment.prefix + key)
 
     def get_many(self, keys: list[bytes]) -> list[bytes | None]:
         return [self.get(k) for k in keys]
 
     def put(self, key: bytes, value: bytes | None, timestamp: int = 0) -> None:
-        self._check_open()
-        segment = self._segment_for_write(key)
+        if not self._open:
+            self._check_open()
+        # the common case written out: a live segment that is already open
+        time = self.time_of(key)
+        if time > self.observed_stream_time:
+            self._observe(time)
+        interval = self.segment_interval_ms
+        segment_id = time // interval
+        if segment_id >= (self.observed_stream_time - self.retention_ms) // interval:
+            segment = self._segments.get(segment_id)
+            if segment is not None:
+                self._shared.put(segment.prefix + key, value, timestamp)
+                return
+        segment = self._segment_for_write(key)  # opens the segment, or warns of an expired one
         if segment is not None:
-            segment.put(key, value, timestamp)
+            self._shared.put(segment.prefix + key, value, timestamp)
 
     def put_if_absent(self, key: bytes, value: bytes, timestamp: int = 0) -> bytes | None:
         old = self.get(key)

@@ -107,6 +107,8 @@ class _MeteredWindowed:
         self._send_old = True
         self._context: StoreContext | None = None
         self._ts = _no_timestamp
+        #: the innermost (segmented) store, found once at init: its time bounds are read per record
+        self._inner: Any = None
 
     def init(self, context: StoreContext) -> None:
         if self.wrapped.is_open:
@@ -115,6 +117,7 @@ class _MeteredWindowed:
         self._topic = context.changelog_topic or changelog_topic_name(context.application_id, self.name)
         self._ts = context.record_timestamp
         self.wrapped.init(context)
+        self._inner = self.inner_most()
 
     @property
     def is_open(self) -> bool:
@@ -181,7 +184,7 @@ class _MeteredWindowed:
         return self._kser(self._topic, key) or b""
 
     def _min_live(self) -> int:
-        inner = self.inner_most()
+        inner = self._inner or self.inner_most()
         return inner.min_live_time() if inner.observed_stream_time >= 0 else -(1 << 63)
 
     def __repr__(self) -> str:
@@ -232,6 +235,23 @@ class MeteredWindowStore(_MeteredWindowed):
             self._seqnum = seq = (self._seqnum + 1) & 0x7FFFFFFF
         store_key = window_store_key(self._key_bytes(key), window_start, seq)
         self.wrapped.put(store_key, None if value is None else self._vser(self._topic, value), timestamp)
+
+    def fetch_for_update(self, key: Any, window_start: int) -> tuple[bytes, Any]:
+        """``(store key, fetch(key, window_start))``: the read of a read-modify-write of one window (a
+        windowed aggregation's per-record step), serializing the key once for the read and for the
+        write that follows through :meth:`put_store_key`. Not for stores that retain duplicates."""
+        if key is None:
+            raise StateStoreError("state store keys must not be None", store=self.name)
+        topic = self._topic
+        store_key = window_store_key(self._kser(topic, key) or b"", window_start, 0)
+        if window_start < self._min_live():
+            return store_key, None
+        raw = self.wrapped.get(store_key)
+        return store_key, None if raw is None else self._vde(topic, raw)
+
+    def put_store_key(self, store_key: bytes, value: Any, timestamp: int) -> None:
+        """:meth:`put` of a non-None value under a key from :meth:`fetch_for_update`."""
+        self.wrapped.put(store_key, self._vser(self._topic, value), timestamp)
 
     # -- reads -------------------------------------------------------------------------------------
     def fetch(self, key: Any, *times: int) -> Any:

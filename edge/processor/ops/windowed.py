@@ -37,9 +37,12 @@ from edge.processor.context import forward_all
 from edge.processor.record import Change, Headers, Record
 from edge.processor.record_warnings import warn_record
 from edge.serde import ValueAndTimestamp
-from edge.serde.windowed import Window, Windowed
+from edge.serde.windowed import TimeWindow, Window, Windowed
 
 log = logging.getLogger(__name__)
+
+_tuple_new = tuple.__new__
+_new = object.__new__
 
 #: Kafka's ``ConsumerRecord.NO_TIMESTAMP``
 NO_TIMESTAMP = -1
@@ -238,8 +241,74 @@ class KStreamWindowAggregate(WindowedAggregateProcessor):
         self._windows = windows
         self._initializer = initializer
         self._aggregator = aggregator
+        self._last_window: TimeWindow | None = None
+        #: tumbling windows emitting on update through a store with a fused read-modify-write (``init``)
+        self._tumbling = False
+
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        windows = self._windows
+        fetch_for_update = getattr(self.store, "fetch_for_update", None)
+        # tumbling windows, emit on update, a store with a fused read-modify-write: one window per record
+        # and one key serialization for its fetch and put; _process_windows gives the same results
+        if (
+            not self._emit_final
+            and fetch_for_update is not None
+            and not getattr(self.store, "retain_duplicates", False)
+            and getattr(windows, "advance_ms", None) == windows.size_ms
+        ):
+            self._fetch_for_update = fetch_for_update
+            self._put_store_key = self.store.put_store_key
+            self._tumbling = True
 
     def process(self, record: Record) -> None:
+        # the task binds ``process`` before ``init``: the choice of path is a flag, not a rebinding
+        if not self._tumbling:
+            self._process_windows(record)
+            return
+        key = record.key
+        if key is None:
+            log_skipped_null_key(self.context)
+            return
+        timestamp = record.timestamp
+        if timestamp > self.observed_stream_time:
+            self.observed_stream_time = timestamp
+        if timestamp < 0:  # no window holds a negative timestamp (Kafka's windowsFor)
+            return
+        size = self._windows.size_ms
+        close_time = self.observed_stream_time - self._windows.grace_ms
+        start = timestamp - timestamp % size
+        end = start + size
+        if end <= close_time:
+            self.log_expired(key, timestamp, close_time, f"[{start},{end})")
+            return
+        window = self._last_window
+        if window is None or window.start != start:
+            window = self._last_window = TimeWindow(start, end)
+        store_key, old = self._fetch_for_update(key, start)
+        if old is None:
+            old_agg = self._initializer()
+            new_ts = timestamp
+        else:
+            old_agg = old[0]
+            new_ts = old[1] if old[1] > timestamp else timestamp
+        new_agg = self._aggregator(key, record.value, old_agg)
+        # tuple.__new__ / object.__new__: no NamedTuple, Record or Change __init__ frames per record
+        self._put_store_key(store_key, _tuple_new(ValueAndTimestamp, (new_agg, new_ts)), new_ts)
+        if self._caching:
+            return
+        change = _new(Change)
+        change.new = new_agg
+        change.old = old_agg
+        out = _new(Record)
+        out.key = Windowed(key, window)
+        out.value = change
+        out.timestamp = new_ts
+        out.headers = record.headers
+        self._forward(out)
+
+    def _process_windows(self, record: Record) -> None:
+        """Every window the record falls into (hopping windows, emit on close, any window store)."""
         key = record.key
         if key is None:
             log_skipped_null_key(self.context)
