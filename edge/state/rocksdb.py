@@ -37,6 +37,7 @@ from bisect import bisect_left, bisect_right, insort
 from collections.abc import Callable, Iterable
 from itertools import islice
 from pathlib import Path
+from typing import Any
 
 from rocksdict import (
     BlockBasedOptions,
@@ -215,6 +216,10 @@ class RocksDBKeyValueStore:
         self._range_deletes: list[tuple[bytes, bytes]] = []
         self._request_commit: Callable[[], None] | None = None
         self._commit_requested = False
+        #: one RocksDB iterator re-positioned by every short scan (:meth:`range_items`): seeking costs
+        #: a fraction of creating one. It reads the database as of its creation, so every write to
+        #: RocksDB drops it (:meth:`_db_changed`); buffered writes are merged in as for any scan
+        self._seek_iter: Any = None
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def init(self, context: StoreContext) -> None:
@@ -244,6 +249,7 @@ class RocksDBKeyValueStore:
         self._no_wal = WriteOptions()
         self._no_wal.disable_wal = True
         self._db = db
+        self._seek_iter = None
         self._db_get = db.get  # Rdict.get returns None when missing
         self._pending = {}
         self._sorted_keys = None
@@ -313,6 +319,7 @@ class RocksDBKeyValueStore:
             # the buffered writes in its range), so a key written into a deleted range survives
             ranges, self._range_deletes = self._range_deletes, []
             for start, end in ranges:
+                self._seek_iter = None
                 db.delete_range(start, end)
                 self._wal_flag = True
             self._drain()
@@ -352,6 +359,7 @@ class RocksDBKeyValueStore:
                 self._drain()
         finally:
             self._db = None
+            self._seek_iter = None  # before the close: an iterator keeps the database open
             self._db_get = None
             self.get = self._closed_get  # type: ignore[method-assign]
         try:
@@ -382,6 +390,7 @@ class RocksDBKeyValueStore:
         if self.defer_writes:
             self._range_deletes.append((start, end))
             return
+        self._seek_iter = None
         try:
             db.delete_range(start, end)
         except Exception as exc:
@@ -455,6 +464,7 @@ class RocksDBKeyValueStore:
         db = self._db
         if db is None:
             raise self._closed_error()
+        self._seek_iter = None
         wb = WriteBatch(raw_mode=True)
         put = wb.put
         delete = wb.delete
@@ -534,9 +544,18 @@ class RocksDBKeyValueStore:
             raise self._closed_error()
         if from_key > to_key:
             return []
-        ro = ReadOptions()
-        ro.set_iterate_upper_bound(to_key + b"\x00")
-        items = list(db.items(from_key=from_key, read_opt=ro))
+        it = self._seek_iter
+        if it is None:
+            it = self._seek_iter = db.iter(ReadOptions())
+        it.seek(from_key)
+        items = []
+        valid, key, value, step = it.valid, it.key, it.value, it.next
+        while valid():
+            k = key()
+            if k > to_key:
+                break
+            items.append((k, value()))
+            step()
         ranges = self._range_deletes
         if ranges:
             items = [kv for kv in items if not any(start <= kv[0] < end for start, end in ranges)]

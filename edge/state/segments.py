@@ -399,16 +399,29 @@ class SegmentedBytesStore:
     def range(self, from_key: bytes | None, to_key: bytes | None) -> BaseKeyValueIterator:
         return self._scan(lambda s: s.range(from_key, to_key))
 
-    def range_items(self, from_key: bytes, to_key: bytes) -> list[tuple[bytes, bytes]]:
+    def range_items(
+        self, from_key: bytes, to_key: bytes, time_from: int | None = None, time_to: int | None = None
+    ) -> list[tuple[bytes, bytes]]:
         """``list(range(from_key, to_key))`` without iterator objects (see the shared store's
-        ``range_items``): a window fetch per record builds no merge, filter or strip iterators."""
-        self._check_open()
+        ``range_items``): a window fetch per record builds no merge, filter or strip iterators.
+
+        ``time_from``/``time_to``: the caller wants only keys whose time lies in that range (one key's
+        window fetch), so only the segments that can hold such keys are scanned -- a join's fetch
+        spans one or two of a store's three segments; keys of other times may be left out."""
+        if not self._open:
+            self._check_open()
         shared = self._shared
         scan = getattr(shared, "range_items", None)
         out: list[tuple[bytes, bytes]] = []
         parts = 0
-        for segment_id in sorted(self._segments):
-            p = self._segments[segment_id].prefix
+        segments = self._segments
+        ids = sorted(segments)
+        if time_from is not None and time_to is not None:
+            interval = self.segment_interval_ms
+            first, last = time_from // interval, time_to // interval
+            ids = [i for i in ids if first <= i <= last]
+        for segment_id in ids:
+            p = segments[segment_id].prefix
             if scan is not None:
                 found = scan(p + from_key, p + to_key)
             else:

@@ -295,7 +295,8 @@ class MeteredWindowStore(_MeteredWindowed):
             return []
         lo, hi = window_store_key(kb, time_from, _MIN_SEQ), window_store_key(kb, time_to, _MAX_SEQ)
         scan = getattr(self.wrapped, "range_items", None)
-        raw = scan(lo, hi) if scan is not None else _drain(self.wrapped.range(lo, hi))
+        # the time bounds let a segmented store skip segments that cannot hold this key's windows
+        raw = scan(lo, hi, time_from, time_to) if scan is not None else _drain(self.wrapped.range(lo, hi))
         topic, vde, n = self._topic, self._vde, len(kb)
         out = []
         for sk, v in raw:

@@ -1,6 +1,7 @@
 """``range_items`` (the list a window fetch reads per record) equals ``list(range(...))`` of the same
 segmented store: same rows, same order, with buffered writes, deletes, expired segments, deferred writes
-and persists in between -- on RocksDB and in memory."""
+and persists in between (RocksDB's reused seek iterator must see every persisted write), with and
+without a fetch's time bounds -- on RocksDB and in memory."""
 
 from __future__ import annotations
 
@@ -44,6 +45,8 @@ def test_range_items_equals_the_iterator_scan(tmp_path, persistent: bool, seed: 
             with store.range(lo, hi) as it:
                 expected = list(it)
             assert store.range_items(lo, hi) == expected, step
+            # with the time bounds (one key's window fetch): only the segments of those times are read
+            assert store.range_items(lo, hi, t1, t2) == expected, step
             checked += len(expected)
     assert checked > 500  # the scans found rows, across segments
     store.close()
