@@ -62,9 +62,15 @@ chaos: install ## Fault trials at full size (20 kill -9s, 100k events; CHAOS_SCA
 
 # Kafka's own Streams system tests (smoke + EOS, Kafka's drivers from the kafka-streams test jar) against the
 # edge ports of their clients, each scenario on a fresh Apache Kafka broker; SYSTEM_TESTS=short is the CI's form.
+# Then streams_broker_bounce_test.py's matrix on a 3-node cluster (scripts/broker_bounce.py: 24 scenarios,
+# hours on 2 cores; BOUNCE_TESTS=short is the CI's form, BOUNCE_TESTS=none skips it).
 SYSTEM_TESTS ?= all
-system-test: install ## Kafka's Streams system tests (smoke, EOS) judging the edge ports -> docs/reliability.md
-	$(BIN)/python scripts/system_test.py --scenarios $(SYSTEM_TESTS) --report docs/reliability.md
+BOUNCE_TESTS ?= all
+system-test: install ## Kafka's Streams system tests (smoke, EOS, broker bounces) judging the edge ports -> docs/reliability.md
+	s=0; $(BIN)/python scripts/system_test.py --scenarios $(SYSTEM_TESTS) --report docs/reliability.md || s=1; \
+	  if [ "$(BOUNCE_TESTS)" != none ]; then \
+	    $(BIN)/python scripts/broker_bounce.py --scenarios $(BOUNCE_TESTS) --report docs/reliability.md || s=1; \
+	  fi; exit $$s
 
 test-fast: install ## The suite without tests marked slow
 	$(BIN)/pytest -m "not slow" $(PYTEST_ARGS)
