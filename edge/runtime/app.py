@@ -22,9 +22,9 @@ One instance = one stream thread + one HTTP thread (interactive queries and ``/m
 thread. The stream thread owns every task, store, consumer and producer; the HTTP thread never touches a
 store directly -- it submits queries that the loop runs between batches, so stores need no locking.
 
-Assignment: the instance subscribes to every source topic with group ``application.id`` (range
-assignor), so partition *p* of co-partitioned topics lands on the same instance; task (sub-topology,
-*p*) and its stores follow. See :mod:`edge.runtime.commit` for the commit order.
+Assignment: the instance subscribes to every source topic with group ``application.id``; task
+(sub-topology, *p*) and its stores follow partition *p* -- cooperatively (only moved tasks pause) or
+eagerly, see :mod:`edge.runtime.assignment`. See :mod:`edge.runtime.commit` for the commit order.
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ from edge.processor.config import StreamsConfig as TaskConfig
 from edge.processor.handlers import (
     DeadLetterQueueHandler,
 )
+from edge.runtime.assignment import JOIN_STATE_SAMPLE_MS, plan_protocol
 from edge.runtime.commit import Committer
 from edge.runtime.config import StreamsConfig, StreamsConfigError
 from edge.runtime.connectivity import ClusterWatchdog, ConnectionLogLimiter
@@ -373,6 +374,13 @@ class StreamsApp:
         ):
             # tasks reading several partitions learn "caught up" (lag 0) from end-of-partition events
             main_conf["enable.partition.eof"] = True
+        # cooperative (only moved tasks pause) unless upgrade.from or co-partitioned sources need eager
+        self.protocol = plan_protocol(cfg, self.plan)
+        main_conf["partition.assignment.strategy"] = self.protocol.strategy
+        if self.protocol.cooperative:
+            # the group's join state tells the stream thread when an offset commit would wait behind a
+            # JoinGroup (see StreamThread.group_joining): sampled often enough to skip those commits
+            main_conf["statistics.interval.ms"] = JOIN_STATE_SAMPLE_MS
         self.consumer = Consumer(main_conf)
         # the group drops a member it has not heard from for session.timeout.ms: so do we (our tasks)
         self.watchdog = ClusterWatchdog(
@@ -464,6 +472,7 @@ class StreamsApp:
             aux_consumer_conf=self._aux_consumer_conf,
             check_topics=lambda: validate_topics(plan, client),
             replace_producer=self._replace_producer,
+            protocol=self.protocol,
         )
         self._shutdown = Shutdown(
             config=cfg,

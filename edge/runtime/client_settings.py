@@ -71,19 +71,14 @@ JAVA_ONLY: Mapping[str, str] = {
     "ssl.truststore.password": "ssl.ca.location (a PEM file)",
     "ssl.truststore.type": "ssl.ca.location (a PEM file)",
     "ssl.keystore.type": "ssl.keystore.location (PKCS#12) or ssl.certificate.location + ssl.key.location",
-    "partition.assignment.strategy": "",
 }
 
 #: Kafka Streams settings accepted but not acted on here, and why (a properties file must still run)
 STREAMS_NOT_APPLIED: Mapping[str, str] = {
     "num.stream.threads": "a StreamsApp is one stream thread (`streamhouse edge run` starts N processes)",
-    "acceptable.recovery.lag": "tasks are assigned eagerly; warm-up replicas are not implemented",
-    "max.warmup.replicas": "tasks are assigned eagerly; warm-up replicas are not implemented",
-    "probing.rebalance.interval.ms": "tasks are assigned eagerly; probing rebalances are not implemented",
     "client.id": "client ids are <application.id>-<instance id>-<suffix> (queries map members by them)",
     "state.cleanup.delay.ms": "task directories of tasks moved away are removed when the task closes",
     "task.timeout.ms": "see cluster.unavailable.timeout.ms",
-    "upgrade.from": "",
     "rack.aware.assignment.tags": "",
     "rack.aware.assignment.strategy": "",
     "default.dsl.store": "choose stores per operator with Materialized.as_(Stores....)",
@@ -106,6 +101,7 @@ OWNED: Mapping[str, str] = {
     "group.id": "the application.id",
     "enable.auto.commit": "false: offsets are committed with the tasks' state",
     "transactional.id": "<application.id>-<instance id> under exactly_once_v2",
+    "partition.assignment.strategy": "cooperative-sticky (range, eager, under upgrade.from <= 2.3)",
 }
 #: owned only under exactly-once
 OWNED_EXACTLY_ONCE: Mapping[str, str] = {

@@ -47,6 +47,7 @@ _HOST_ENTRY = re.compile(
 _JAVA_INT_SETTINGS = frozenset(
     {
         "num.standby.replicas",
+        "max.warmup.replicas",
         "replication.factor",
         "max.poll.records",
         "buffered.records.per.partition",
@@ -110,6 +111,18 @@ class StreamsConfig:
     #: None = Kafka's default for the guarantee (30 s at-least-once, 100 ms exactly-once)
     commit_interval_ms: int | None = None
     num_standby_replicas: int = 0
+    #: KIP-441 (:mod:`edge.runtime.warmup`): a joining instance takes over a stateful task only once its
+    #: warm-up copy is at most this many changelog records behind (Kafka's default 10000)
+    acceptable_recovery_lag: int = 10_000
+    #: KIP-441: how many stateful tasks a joining instance warms up before it joins (Kafka's default 2;
+    #: 0 joins at once, restoring whatever it is given)
+    max_warmup_replicas: int = 2
+    #: KIP-441: the longest a joining instance waits for its warm-ups before it joins anyway (Kafka's
+    #: default 10 min; Kafka Streams probes again at this interval, here the lag is checked continuously)
+    probing_rebalance_interval_ms: int = 600_000
+    #: Kafka Streams' ``upgrade.from``: 2.3 or older selects the eager rebalance protocol (every rebalance
+    #: revokes every task) instead of the cooperative one (:mod:`edge.runtime.assignment`)
+    upgrade_from: str | None = None
     #: replication factor of the internal topics this app creates (changelog, repartition, metadata, DLQ);
     #: -1 (Kafka Streams' default since 3.0) = the broker's ``default.replication.factor``, so an app needs
     #: no setting to get a cluster's replication (CreateTopics takes -1 from Kafka 2.4 on)
@@ -212,6 +225,9 @@ class StreamsConfig:
         for key, value, low in (
             ("commit.interval.ms", self.commit_interval_ms, 0),
             ("num.standby.replicas", self.num_standby_replicas, 0),
+            ("acceptable.recovery.lag", self.acceptable_recovery_lag, 0),
+            ("max.warmup.replicas", self.max_warmup_replicas, 0),
+            ("probing.rebalance.interval.ms", self.probing_rebalance_interval_ms, 0),
             # -1 is the broker's default; 0 and other negatives are refused as Kafka Streams refuses them
             ("replication.factor", None if self.replication_factor == -1 else self.replication_factor, 1),
             ("cache.max.bytes.buffering", self.cache_max_bytes, 0),
@@ -407,6 +423,9 @@ def _coerce(key: str, name: str, value: Any) -> Any:
 _INT_FIELDS = {
     "commit_interval_ms",
     "num_standby_replicas",
+    "acceptable_recovery_lag",
+    "max_warmup_replicas",
+    "probing_rebalance_interval_ms",
     "replication_factor",
     "cache_max_bytes",
     "max_poll_records",
@@ -450,6 +469,10 @@ _ALIASES = {
     "processing.guarantee": "processing_guarantee",
     "commit.interval.ms": "commit_interval_ms",
     "num.standby.replicas": "num_standby_replicas",
+    "acceptable.recovery.lag": "acceptable_recovery_lag",
+    "max.warmup.replicas": "max_warmup_replicas",
+    "probing.rebalance.interval.ms": "probing_rebalance_interval_ms",
+    "upgrade.from": "upgrade_from",
     "replication.factor": "replication_factor",
     "application.server": "application_server",
     "http.bind.host": "http_bind_host",

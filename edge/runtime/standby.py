@@ -1,10 +1,14 @@
 """Standby replicas: warm copies of other instances' persistent stores, kept by tailing changelogs.
 
-Placement: the group uses Kafka's range assignor, whose outcome is predictable -- partitions of each
-topic are split in contiguous ranges over the members sorted by member id (client.id + uuid; our
-client ids start with the instance id). For a task owned by instance O, the first standby goes to the
-instance that the range assignor would give the partition to if O failed (so a single failure needs
-no restore); further standbys follow in member order.
+Placement follows the published assignment (:mod:`edge.runtime.metadata`) and is re-derived whenever it
+changes. Under the cooperative protocol (:mod:`edge.runtime.assignment`, the default) a task's standbys
+go to the live instances other than its owner in :func:`~edge.runtime.assignment.standby_order` (sorted
+ids rotated by the partition: spread evenly, the same on every instance). Under the eager protocol the
+group uses Kafka's range assignor, whose outcome is predictable -- partitions of each topic are split in
+contiguous ranges over the members sorted by member id (client.id + uuid; our client ids start with the
+instance id) -- so for a task owned by instance O the first standby goes to the instance the range
+assignor would give the partition to if O failed (a single failure needs no restore); further standbys
+follow in member order.
 
 A standby task opens the same store directories an active task would (``state_dir/<app>/<task>``) and
 applies changelog records with ``restore_batch`` from a separate assign-only consumer. Its checkpoint
@@ -23,6 +27,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
+from edge.runtime.assignment import standby_order
 from edge.runtime.markers import is_marker
 from edge.runtime.restore import RestoreProgress
 from edge.runtime.tasks import STANDBY_MARK, TaskKey, load_checkpoint, task_name, wipe_task_state
@@ -289,7 +294,14 @@ def range_owner(members: list[str], partitions: int, partition: int) -> str:
 
 
 def standby_wanted(
-    me: str, owner: Any, live: list[Any], partitions: int, partition: int, replicas: int
+    me: str,
+    owner: Any,
+    live: list[Any],
+    partitions: int,
+    partition: int,
+    replicas: int,
+    *,
+    cooperative: bool = False,
 ) -> bool:
     """Should instance ``me`` keep a standby of (sub-topology, ``partition``) owned by ``owner``?"""
     if owner is None or owner.instance_id == me:
@@ -297,6 +309,9 @@ def standby_wanted(
     others = [i for i in live if i.instance_id != owner.instance_id]
     if len(others) <= replicas:
         return any(i.instance_id == me for i in others)
+    if cooperative:
+        order = standby_order(owner.instance_id, [i.instance_id for i in live], partition)
+        return me in order[:replicas]
     if any(not i.client_id for i in others):
         ordered = sorted(i.instance_id for i in others)
     else:

@@ -30,6 +30,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException
 
 from edge.kafka import KafkaClientConfig
+from edge.runtime.assignment import MAX_COMMIT_DEFERRAL_S
 from edge.runtime.commit import Committer, ProducerFencedError
 from edge.runtime.config import REPLACE_THREAD, SHUTDOWN_CLIENT, StreamsConfig
 from edge.runtime.connectivity import ClusterUnavailableError
@@ -99,6 +100,11 @@ class StreamThread:
         #: an exception raised inside a librdkafka callback (rebalance, statistics), re-raised by the loop
         #: after ``consume()`` returns
         self.callback_error: BaseException | None = None
+        #: the group is (re)joining (librdkafka's join state, from the statistics): a periodic offset
+        #: commit would wait for the join to complete, so it is put off (cooperative, at-least-once)
+        self.group_joining = False
+        #: when the periodic commit was first put off for a join (None: it is not)
+        self._commit_deferred_since: float | None = None
         self.listener = RebalanceListener(tasks, closing=closing.is_set, on_error=self.report_callback_error)
         self.router = RecordRouter(
             tasks.registry,
@@ -170,6 +176,7 @@ class StreamThread:
         router = self.router
         grouped = registry.grouped  # live view: tasks with several input partitions
         idle_advance = cfg.idle_stream_time_advance_ms >= 0
+        defer_in_join = tasks.protocol.cooperative and not eos
         fetch = fetch_ready  # what is fetched, at once; blocks up to poll.ms only when there is nothing
         # whether the consumer holds exactly one partition, re-read only after a rebalance callback ran
         assignment_version = -1
@@ -240,7 +247,9 @@ class StreamThread:
             commit_requested = (
                 any(a.task.commit_requested for a in registry.tasks.values()) if uncommitted else False
             )
-            if now >= next_commit or commit_requested:
+            if (now >= next_commit or commit_requested) and not (
+                defer_in_join and self._commit_waits_for_join(now)
+            ):
                 if uncommitted or (gs is not None and gs.dirty):
                     tasks.commit(registry.tasks.values())
                     uncommitted = 0
@@ -251,6 +260,19 @@ class StreamThread:
             if now >= next_housekeeping:
                 next_housekeeping = now + 1.0
                 self._housekeeping()
+
+    def _commit_waits_for_join(self, now: float) -> bool:
+        """Would an offset commit now wait for the group's join to complete? (Cooperative protocol,
+        at-least-once: see :data:`~edge.runtime.assignment.JOIN_STATE_SAMPLE_MS`.) A revocation is always
+        followed by a rejoin, so the window starts there; librdkafka's join state closes it. Never put
+        off for longer than :data:`~edge.runtime.assignment.MAX_COMMIT_DEFERRAL_S`."""
+        if not (self.listener.in_rebalance or self.group_joining):
+            self._commit_deferred_since = None
+            return False
+        since = self._commit_deferred_since
+        if since is None:
+            self._commit_deferred_since = since = now
+        return now - since < MAX_COMMIT_DEFERRAL_S
 
     def consumer_error(self, err: KafkaError) -> None:
         if err.code() == _EOF:
@@ -312,6 +334,8 @@ class StreamThread:
         except Exception:
             return
         self.outage.cluster.observe_stats(data.get("brokers") or {})
+        cgrp = data.get("cgrp") or {}
+        self.group_joining = cgrp.get("state") == "up" and cgrp.get("join_state") != "steady"
         try:
             self.outage.check(self)
         except BaseException as exc:

@@ -22,9 +22,10 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
 from edge.processor.config import StreamsConfig as TaskConfig
+from edge.runtime.assignment import EAGER, RebalanceProtocol
 from edge.runtime.commit import Committer, TransactionAbortedError
 from edge.runtime.config import StreamsConfig
 from edge.runtime.global_state import GlobalState
@@ -37,8 +38,12 @@ from edge.runtime.state import Lifecycle, State
 from edge.runtime.stats import RuntimeStats
 from edge.runtime.tasks import ActiveTask, TaskFactory, TaskKey, TaskRegistry
 from edge.runtime.topics import TopicPlan
+from edge.state.checkpoint import checkpoint_path, delete_checkpoint
 
 log = logging.getLogger(__name__)
+
+#: an offset commit refused because the group is between generations (the member is not dropped)
+REBALANCE_COMMIT_ERRORS = frozenset({KafkaError.ILLEGAL_GENERATION, KafkaError.REBALANCE_IN_PROGRESS})
 
 
 class TaskManager:
@@ -63,6 +68,7 @@ class TaskManager:
         aux_consumer_conf: Callable[[str], dict[str, Any]],
         check_topics: Callable[[], list[str]],
         replace_producer: Callable[[], None],
+        protocol: RebalanceProtocol | None = None,
     ) -> None:
         self.config = config
         self.topology = topology
@@ -83,6 +89,8 @@ class TaskManager:
         self._check_topics = check_topics
         #: exactly-once after an outage: a new transactional producer (the clients' owner makes it)
         self._replace_producer = replace_producer
+        #: cooperative: assignments and revocations carry only the partitions that move
+        self.protocol = protocol or RebalanceProtocol(EAGER, "not given")
         #: loaded by :meth:`open` on the stream thread (None: the topology has no global stores)
         self.global_state: GlobalState | None = None
         #: standby tasks (None: ``num.standby.replicas`` is 0); created by :meth:`open`
@@ -167,8 +175,18 @@ class TaskManager:
             for k in registry.keys_for([(tp.topic, tp.partition) for tp in partitions])
             if k not in registry.tasks
         ]
-        log.info("assigned %d partitions -> tasks %s", len(partitions), sorted(keys))
-        consumer.assign(partitions)
+        if self.protocol.cooperative:
+            # only the partitions that move in: the tasks already running go on untouched
+            log.info(
+                "assigned %d more partitions -> new tasks %s (running on: %s)",
+                len(partitions),
+                sorted(keys),
+                sorted(registry.tasks),
+            )
+            consumer.incremental_assign(partitions)
+        else:
+            log.info("assigned %d partitions -> tasks %s", len(partitions), sorted(keys))
+            consumer.assign(partitions)
         self.create_tasks(keys)
         self.publish_assignment()
         self.reconcile_standbys()
@@ -182,11 +200,16 @@ class TaskManager:
             for k in registry.keys_for([(tp.topic, tp.partition) for tp in partitions])
             if k in registry.tasks
         ]
+        cooperative = self.protocol.cooperative
         if not keys:
+            if cooperative:
+                consumer.incremental_unassign(partitions)
             return
         log.info("revoking tasks %s: committing and closing them", sorted(keys))
         committed = False
         try:
+            # every task: under exactly-once they share one transaction (a commit of some would commit
+            # the others' records without their offsets)
             self.commit(list(registry.tasks.values()), closing=True)
             committed = True
         except BaseException:
@@ -199,6 +222,13 @@ class TaskManager:
                 if active is not None:
                     with contextlib.suppress(Exception):
                         active.task.close(dirty=not committed)
+            if cooperative:
+                consumer.incremental_unassign(partitions)
+                if self.config.exactly_once:
+                    # the closing commit checkpointed every task; a running one under exactly-once must
+                    # have none (a crash would trust stores holding uncommitted writes)
+                    for active in registry.tasks.values():
+                        delete_checkpoint(checkpoint_path(active.dir))
             self.publish_assignment()
 
     def handle_lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
@@ -267,12 +297,28 @@ class TaskManager:
             extra.append(self.global_state)
         try:
             self.committer.commit(tasks, closing=closing, extra=extra)
+        except KafkaException as exc:
+            if closing or not self._commit_overlapped_rebalance(exc):
+                raise
+            # the group moved to a new generation while this member keeps its partitions (a cooperative
+            # rebalance revokes only what moves, through handle_revocation): the work stays flushed and
+            # the next commit covers it, as Kafka Streams retries a commit failed by a rebalance
+            log.info("offset commit overlapped a rebalance (%s); committing again after it", exc)
+            return
         except TransactionAbortedError as exc:
             log.warning("%s; rebuilding the active tasks' state from their changelogs", exc)
             self.reinitialize()
             return
         if self.standby is not None:
             self.standby.checkpoint_all()
+
+    def _commit_overlapped_rebalance(self, exc: KafkaException) -> bool:
+        """At-least-once under the cooperative protocol: did an offset commit fail only because a
+        rebalance bumped the group's generation? (Exactly-once aborts the transaction instead.)"""
+        if not self.protocol.cooperative or self.config.exactly_once:
+            return False
+        err = exc.args[0] if exc.args else None
+        return isinstance(err, KafkaError) and err.code() in REBALANCE_COMMIT_ERRORS
 
     def reinitialize(self) -> None:
         """After an aborted transaction or a replaced thread: drop uncommitted local state and resume
@@ -387,7 +433,13 @@ class TaskManager:
                     continue
                 owner = metadata.owner_of(st_plan.id, p)
                 if standby_wanted(
-                    self.instance_id, owner, live, st_plan.partitions, p, self.config.num_standby_replicas
+                    self.instance_id,
+                    owner,
+                    live,
+                    st_plan.partitions,
+                    p,
+                    self.config.num_standby_replicas,
+                    cooperative=self.protocol.cooperative,
                 ):
                     wanted.add(key)
         before = set(sm.tasks)

@@ -55,12 +55,10 @@ def test_the_smoke_test_properties_are_taken_unchanged(caplog: pytest.LogCapture
     assert cfg.client_overrides("producer") == {"acks": "all"}
     assert cfg.client_overrides("admin") == {}
     ignored = {r.getMessage().split("'")[1] for r in caplog.records}
-    assert ignored == {
-        "num.stream.threads",
-        "acceptable.recovery.lag",
-        "max.warmup.replicas",
-        "probing.rebalance.interval.ms",
-    }
+    assert ignored == {"num.stream.threads"}
+    # KIP-441's settings are applied (edge.runtime.warmup)
+    assert cfg.acceptable_recovery_lag == 9223372036854775807 and cfg.max_warmup_replicas == 2
+    assert cfg.probing_rebalance_interval_ms == 60_000
 
 
 def test_prefixed_settings_win_over_unprefixed_ones_for_their_client_only():
@@ -237,6 +235,6 @@ def test_a_kafka_streams_properties_file_runs_unchanged(
         reader.close()
     assert proc.returncode == 0, err[-3000:]
     assert "running as 3 workers" in err  # num.stream.threads=3: three worker processes
-    for ignored in ("acceptable.recovery.lag", "max.warmup.replicas", "probing.rebalance.interval.ms"):
-        assert f"the configuration '{ignored}' was supplied but is ignored" in err
+    for applied in ("acceptable.recovery.lag", "max.warmup.replicas", "probing.rebalance.interval.ms"):
+        assert f"the configuration '{applied}' was supplied but is ignored" not in err
     assert "unknown streams setting" not in err and "Traceback" not in err

@@ -1,0 +1,91 @@
+"""The stream consumer's rebalance protocol: cooperative (Kafka Streams' default since 2.4) or eager.
+
+Kafka Streams assigns tasks with its own assignor; librdkafka cannot run one with user data, so the
+group assigns partitions with one of librdkafka's built-in assignors and a task follows its partitions:
+
+* ``cooperative-sticky`` (the default): a rebalance revokes only the partitions that move, so the tasks
+  that stay keep running without a pause; only moved tasks are committed and closed on the old owner
+  and opened (restored) on the new one.
+* ``range`` (eager): every rebalance revokes every partition, so every task is committed, closed and
+  reopened. Chosen by ``upgrade.from`` 2.3 or older (as in Kafka Streams, where that setting keeps the
+  eager protocol during a rolling upgrade), and whenever a sub-topology reads several co-partitioned
+  topics: the sticky assignor balances partitions without regard to their numbers, so partition *p* of
+  two topics may go to two members -- one task on two instances -- while the range assignor gives
+  partition *p* of every topic (same partition count) to the same member.
+
+Kafka Streams' own assignor keeps co-partitioned tasks whole under the cooperative protocol; that is the
+one case where this runtime still stops the world.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+COOPERATIVE = "cooperative-sticky"
+EAGER = "range"
+
+#: statistics interval of the stream consumer under the cooperative protocol: how soon the stream thread
+#: learns the group is (re)joining. A member's offset commit sent while its JoinGroup is pending waits
+#: behind it on the coordinator connection -- a stall of every task until the whole group has rejoined
+#: (measured: 1-2 s), which the Java consumer avoids by refusing the commit (RebalanceInProgressException)
+#: -- so periodic commits are put off while librdkafka reports the member is not in its steady join state.
+JOIN_STATE_SAMPLE_MS = 100
+#: the longest a periodic commit is put off for a join (a group that cannot settle still commits)
+MAX_COMMIT_DEFERRAL_S = 30.0
+
+#: ``upgrade.from`` values that keep Kafka Streams on the eager protocol (versions before KIP-429)
+EAGER_UPGRADE_FROM = frozenset(
+    {"0.10.0", "0.10.1", "0.10.2", "0.11.0", "1.0", "1.1", "2.0", "2.1", "2.2", "2.3"}
+)
+
+
+@dataclass(frozen=True)
+class RebalanceProtocol:
+    """The stream consumer's ``partition.assignment.strategy`` and why it was chosen."""
+
+    strategy: str
+    reason: str
+
+    @property
+    def cooperative(self) -> bool:
+        return self.strategy == COOPERATIVE
+
+
+def choose_protocol(upgrade_from: str | None, subtopology_sources: dict[int, list[str]]) -> RebalanceProtocol:
+    """The protocol for an app whose sub-topologies read ``subtopology_sources`` (id -> source topics)."""
+    if upgrade_from is not None and str(upgrade_from).strip() in EAGER_UPGRADE_FROM:
+        return RebalanceProtocol(EAGER, f"upgrade.from={upgrade_from} selects the eager protocol")
+    joined = sorted(st for st, topics in subtopology_sources.items() if len(topics) > 1)
+    if joined:
+        return RebalanceProtocol(
+            EAGER,
+            f"sub-topologies {joined} read co-partitioned topics, which only the range assignor keeps "
+            "on one instance",
+        )
+    return RebalanceProtocol(COOPERATIVE, "Kafka Streams' default (KIP-429)")
+
+
+def plan_protocol(config: Any, plan: Any) -> RebalanceProtocol:
+    """:func:`choose_protocol` for a :class:`~edge.runtime.config.StreamsConfig` and a topic plan."""
+    protocol = choose_protocol(
+        config.upgrade_from, {st.id: list(st.source_topics) for st in plan.subtopologies.values()}
+    )
+    log.info("rebalance protocol: %s (%s)", protocol.strategy, protocol.reason)
+    return protocol
+
+
+def standby_order(owner: str, live: list[str], partition: int) -> list[str]:
+    """Instances in the order they take standbys of ``partition`` owned by ``owner`` (cooperative).
+
+    The sticky assignor's next owner cannot be predicted, so standbys are spread instead: the live
+    instances other than the owner, sorted by id and rotated by the partition number. Every instance
+    computes the same order from the published assignment (:mod:`edge.runtime.metadata`)."""
+    others = sorted(i for i in set(live) if i != owner)
+    if not others:
+        return []
+    k = partition % len(others)
+    return others[k:] + others[:k]

@@ -1,0 +1,176 @@
+"""Steady input for every task while instances join, and each task's longest processing pause.
+
+Shared by the cooperative-rebalance tests and ``benchmarks/edge_rebalance_pause.py``. Input keys name
+their input partition (``p3-k1``), so an output (the count app forwards every count, keyed alike) tells
+which task produced it whatever partition the output landed on.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from confluent_kafka import Producer
+
+from edge.kafka import KafkaClientConfig
+from tests.edge.runtime.harness import OutputReader
+
+T = TypeVar("T")
+
+KEYS_PER_PARTITION = 4
+
+
+class JoinLoad:
+    """Produces one record to every partition every ``interval_s`` on one thread and reads the outputs
+    on another (so an output's arrival time is not delayed by whatever the test waits for)."""
+
+    def __init__(
+        self,
+        client: KafkaClientConfig,
+        in_topic: str,
+        out_topic: str,
+        group: str,
+        partitions: int,
+        *,
+        interval_s: float = 0.02,
+    ) -> None:
+        self.partitions = partitions
+        self.interval_s = interval_s
+        self.in_topic = in_topic
+        self.sent: dict[str, int] = {}
+        #: (key, wall-clock time seen, seconds since its input was produced), per output
+        self.latencies: list[tuple[str, float, float]] = []
+        self.reader = OutputReader(client, out_topic, group, committed=False)
+        self._producer = Producer(client.producer(**{"linger.ms": 0}))
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._produce, name="join-load", daemon=True)
+        self._reading = threading.Event()
+        self._reader_thread = threading.Thread(target=self._read, name="join-read", daemon=True)
+
+    def __enter__(self) -> JoinLoad:
+        self._thread.start()
+        self._reading.set()
+        self._reader_thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        self._thread.join(10)
+        self._reading.clear()
+        self._reader_thread.join(10)
+        self.reader.close()
+
+    def _read(self) -> None:
+        consumer = self.reader.consumer
+        while self._reading.is_set():
+            for m in consumer.consume(1000, 0.2):
+                if m.error() is not None or m.key() is None:
+                    continue
+                now = time.time()
+                key = m.key().decode()
+                value = int.from_bytes(m.value(), "big", signed=True)
+                self.reader.records.append((key, value, time.monotonic(), m.partition()))
+                # the count carries its input's timestamp: the time from production to output
+                self.latencies.append((key, now, now - m.timestamp()[1] / 1000))
+
+    def _produce(self) -> None:
+        i = 0
+        next_at = time.monotonic()
+        while not self._stop.is_set():
+            for p in range(self.partitions):
+                key = f"p{p}-k{i % KEYS_PER_PARTITION}"
+                self._producer.produce(self.in_topic, b"1", key.encode(), partition=p)
+                self.sent[key] = self.sent.get(key, 0) + 1
+            self._producer.poll(0)
+            i += 1
+            next_at += self.interval_s
+            self._stop.wait(max(0.0, next_at - time.monotonic()))
+        self._producer.flush(30)
+
+    @staticmethod
+    def now() -> float:
+        return time.monotonic()
+
+    @staticmethod
+    def run_for(seconds: float) -> None:
+        time.sleep(seconds)
+
+    def run_until(self, check: Callable[[], T], timeout: float) -> T:
+        """Keep reading while ``check`` raises AssertionError; its first result."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                return check()
+            except AssertionError:
+                if time.monotonic() > deadline:
+                    raise
+            time.sleep(0.2)
+
+    def stop_and_drain(self, timeout: float = 60) -> None:
+        """Stop producing and read until every key's latest count is what was sent."""
+        self._stop.set()
+        self._thread.join(30)
+        want = self.expected()
+        deadline = time.monotonic() + timeout
+        while self.reader.latest() != want:
+            if time.monotonic() > deadline:
+                raise AssertionError(
+                    f"counts not reached after {timeout}s; {len(self.reader.records)} outputs"
+                )
+            time.sleep(0.2)
+
+    def expected(self) -> dict[str, int]:
+        return dict(self.sent)
+
+    def worst_gaps(self, since: float) -> dict[int, tuple[str, float]]:
+        """Input partition -> (wall-clock time the longest gap after ``since`` began, its length):
+        to set a pause against the instances' logs."""
+        offset = time.time() - time.monotonic()
+        last: dict[int, float] = {}
+        out: dict[int, tuple[str, float]] = {}
+        for key, _, seen_at, _ in list(self.reader.records):
+            p = int(key.split("-", 1)[0][1:])
+            prev = last.get(p)
+            last[p] = seen_at
+            if prev is not None and seen_at >= since and seen_at - prev > out.get(p, ("", 0.0))[1]:
+                began = (
+                    time.strftime("%H:%M:%S", time.gmtime(prev + offset)) + f"{(prev + offset) % 1:.3f}"[1:]
+                )
+                out[p] = (began, seen_at - prev)
+        return out
+
+    def max_latency(self, since_wall: float) -> dict[int, float]:
+        """Input partition -> the longest time from an input's production to its output, after
+        ``since_wall`` (wall clock): a task's pause shows as a latency spike even where the reader
+        itself stalls."""
+        out: dict[int, float] = {p: 0.0 for p in range(self.partitions)}
+        for key, seen, latency in list(self.latencies):
+            if seen >= since_wall:
+                p = int(key.split("-", 1)[0][1:])
+                out[p] = max(out[p], latency)
+        return out
+
+    def pauses(self, since: float) -> dict[int, float]:
+        """Input partition -> longest gap (s) between its consecutive outputs seen after ``since``."""
+        last: dict[int, float] = {}
+        out: dict[int, float] = {p: 0.0 for p in range(self.partitions)}
+        for key, _, seen_at, _ in list(self.reader.records):
+            p = int(key.split("-", 1)[0][1:])
+            prev = last.get(p)
+            last[p] = seen_at
+            if prev is not None and seen_at >= since:
+                out[p] = max(out[p], seen_at - max(prev, since))
+        return out
+
+
+def split_pauses(
+    pauses: dict[int, float], before: dict[str, list[int]], after: dict[str, list[int]]
+) -> tuple[dict[int, float], dict[int, float]]:
+    """(pauses of tasks whose owner did not change, pauses of tasks that moved)."""
+    owner_before = {p: s for s, ps in before.items() for p in ps}
+    owner_after = {p: s for s, ps in after.items() for p in ps}
+    stayed = {p: t for p, t in pauses.items() if owner_before.get(p) == owner_after.get(p)}
+    moved = {p: t for p, t in pauses.items() if p not in stayed}
+    return stayed, moved
