@@ -109,17 +109,27 @@ def _full() -> list[BounceScenario]:
     return out
 
 
-#: The CI's form: per guarantee one run, one clean and one hard bounce of a leader and of the controller.
-SHORT_STEPS = (
+#: Four kinds of failure in one run: a clean and a hard bounce of a leader and of the controller.
+MIXED_STEPS = (
     Step("clean_bounce", "read"),
     Step("hard_bounce", "controller"),
     Step("hard_bounce", "write"),
     Step("clean_bounce", "controller"),
 )
+#: The CI's form, two failures per guarantee: between them a clean and a hard bounce of a leader and
+#: of the active controller, each guarantee through one clean and one hard bounce.
+SHORT_STEPS = {
+    "exactly_once_v2": (Step("hard_bounce", "controller"), Step("clean_bounce", "read")),
+    "at_least_once": (Step("hard_bounce", "write"), Step("clean_bounce", "controller")),
+}
 SCENARIOS: dict[str, BounceScenario] = {
     s.name: s
     for s in [
-        *[BounceScenario(f"short-{g}", guarantee, SHORT_STEPS, "short") for guarantee, g in GUARANTEES],
+        *[
+            BounceScenario(f"short-{g}", guarantee, SHORT_STEPS[guarantee], "short")
+            for guarantee, g in GUARANTEES
+        ],
+        *[BounceScenario(f"mixed-{g}", guarantee, MIXED_STEPS) for guarantee, g in GUARANTEES],
         *_full(),
     ]
 }

@@ -2,12 +2,14 @@
 
 ``scripts/broker_bounce.py`` (``make system-test``) runs Kafka's whole matrix: clean and hard shutdowns
 and five clean or hard bounces of the read leader, a write leader and the active controller, under
-both guarantees. The CI runs one app per guarantee through four failures on a 3-node cluster (a clean
-bounce of the leader of the partition it reads, a hard bounce of the active KRaft controller, a hard
-bounce of the leader of a partition it writes, a clean bounce of the controller): Kafka's
-SmokeTestDriver must say SUCCESS, the app must never exit, and each failure may stall the output for
-at most the session timeout plus 5 s when clean, and 60 s at most when hard (a hard bounce of the
-group coordinator's node costs librdkafka a session timeout and a rejoin: docs/reliability.md).
+both guarantees, and a run of four mixed failures per guarantee. The CI runs one app per guarantee
+through two failures on a 3-node cluster -- exactly-once: a hard bounce of the active KRaft controller
+(the failure that once stopped the instance), then a clean bounce of the leader of the partition it
+reads; at-least-once: a hard bounce of the leader of a partition it writes, then a clean bounce of the
+controller. Kafka's SmokeTestDriver must say SUCCESS, the app must never exit, and each failure may
+stall the output for at most the session timeout plus 5 s when clean, and 60 s when hard (a hard
+bounce of the group coordinator's node costs librdkafka a session timeout and a rejoin:
+docs/reliability.md).
 """
 
 from __future__ import annotations
@@ -89,7 +91,7 @@ def test_report_keeps_the_explanation_after_the_table(tmp_path: Path) -> None:
     report.write_text(
         f"# R\n\n## {bounce.SECTION}\n\nold intro\n\n### Errors\n\nkept prose\n\n## Next\n\nx\n"
     )
-    sc = bounce.SCENARIOS["short-eos"]
+    sc = bounce.SCENARIOS["mixed-eos"]
     hop = bounce.Bounce("hard_bounce", "controller", 2, 0.0, 30.0, 8.4)
     r = bounce.BounceResult(sc, "SUCCESS", True, 300.0, "", tmp_path, [hop], False)
     bounce.write_report(report, [r])
@@ -97,5 +99,5 @@ def test_report_keeps_the_explanation_after_the_table(tmp_path: Path) -> None:
     assert "old intro" not in text
     assert "### Errors\n\nkept prose\n" in text
     assert text.endswith("## Next\n\nx\n")
-    row = next(line for line in text.splitlines() if line.startswith("| short-eos"))
+    row = next(line for line in text.splitlines() if line.startswith("| mixed-eos"))
     assert "| SUCCESS | yes | no | 2 | 8.4 | 8.4 | yes |" in row
