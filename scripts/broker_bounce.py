@@ -331,7 +331,7 @@ def _fail(view: ClusterView, step: Step, log: Callable[[str], None]) -> Bounce:
     node = view.target(step.target)
     at = time.monotonic()
     hard = step.mode.startswith("hard")
-    log(f"  {step.mode} of node {node} ({step.target})")
+    log(f"  {dt.datetime.now(dt.UTC):%H:%M:%S} {step.mode} of node {node} ({step.target})")
     if hard:
         cluster.kill_node(node)
     else:
