@@ -9,7 +9,8 @@ N-th output" means nothing for it. The protocol instead:
 2. the clock starts, and the harness produces the N events (the same generator and keys as the other
    systems' input) from a thread while the system runs;
 3. a watcher reads the output from the beginning, keeps each key's live values (an insertion adds a
-   value, a retraction removes it) and stops the clock when every key of the truth holds exactly its true
+   value, a retraction removes it; an upsert -- a KTable's changelog, what a record cache flushes --
+   replaces them) and stops the clock when every key of the truth holds exactly its true
    final value and nothing else.
 
 ``events/s = N / (t_final - t_warm)``; ``outputs_per_input`` = output records (retractions included)
@@ -35,8 +36,9 @@ from benchmarks.common import bulk_producer_config, ensure_topics, result, start
 from edge.kafka import KafkaClientConfig
 
 WARMUP_KEY = b"warmup"
-#: One output record -> (truth key, value, +1 insertion / -1 retraction); None: not a record to track.
-Decoder = Callable[[dict[str, Any]], tuple[Hashable, Hashable, int] | None]
+#: One output record -> (truth key, value, +1 insertion / -1 retraction / None upsert: the key's value
+#: is now this one); None: not a record to track.
+Decoder = Callable[[dict[str, Any]], tuple[Hashable, Hashable, int | None] | None]
 
 
 def run_coalesced(
@@ -123,6 +125,9 @@ def run_coalesced(
                     continue
                 k, v, diff = got
                 vals = live.setdefault(k, Counter())
+                if diff is None:  # an upsert replaces the key's value
+                    vals.clear()
+                    diff = 1
                 vals[v] += diff
                 if vals[v] == 0:
                     del vals[v]

@@ -1,7 +1,8 @@
 """Hook (``run_all.EDGE_HOOKS``, result ``peers``): the peers beside Quix Streams and the raw loop.
 
-Kafka Streams (``kafka_streams``), Bytewax (``bytewax_peer``) and Pathway (``pathway_peer``) run the
-workloads each supports, on the run's broker and on the same inputs as the edge's figures: the count and
+Kafka Streams (``kafka_streams``), Bytewax (``bytewax_peer``) and Pathway (``pathway_peer``) -- and the
+edge with its record cache on (``streamhouse_coalesced``), timed as Pathway is -- run the workloads each
+supports, on the run's broker and on the same inputs as the edge's figures: the count and
 the enrichment read ``ctx.input_topic`` / ``ctx.table_topic`` (the edge count's input), the windowed count
 and the stream-stream join get their timestamped inputs from ``benchmarks/event_time.py`` (produced once
 here, ``ctx.windowed_events`` records). Every system is a child process timed from outside
@@ -26,6 +27,8 @@ PEER_MODULES = (
     "benchmarks.systems.kafka_streams",
     "benchmarks.systems.bytewax_peer",
     "benchmarks.systems.pathway_peer",
+    # the edge itself with the record cache on, timed like Pathway (to every key's final value)
+    "benchmarks.systems.streamhouse_coalesced",
 )
 
 

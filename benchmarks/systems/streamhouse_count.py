@@ -30,15 +30,20 @@ from typing import Any
 SYSTEM = "streamhouse-edge"
 
 
-def build_topology(input_topic: str, output_topic: str) -> Any:
+def build_topology(input_topic: str, output_topic: str, caching: bool = False) -> Any:
+    """``caching``: the record cache on (Kafka Streams' default; updates collapsed per key until the
+    commit), for the coalesced comparison; off, one output per input."""
     from edge.dsl import Consumed, Materialized, Produced, StreamsBuilder
     from edge.serde import Serdes
 
+    store = Materialized.as_("counts")
+    if not caching:
+        store = store.with_caching_disabled()
     b = StreamsBuilder()
     (
         b.stream(input_topic, Consumed.with_(Serdes.string(), Serdes.json()))
         .group_by_key()
-        .count(materialized=Materialized.as_("counts").with_caching_disabled())
+        .count(materialized=store)
         .to_stream()
         .map_values(lambda key, n: {"user": key, "count": n}, with_key=True)
         .to(output_topic, Produced.with_(Serdes.string(), Serdes.json()))
@@ -107,6 +112,7 @@ def child_main(argv: list[str] | None = None) -> int:
     ap.add_argument("--restore-probe", action="store_true", help="exit once RUNNING (after restoring)")
     ap.add_argument("--app", choices=["count", "enrich"], default="count")
     ap.add_argument("--table", default="", help="table topic of the enrich app")
+    ap.add_argument("--caching", action="store_true", help="count: the record cache on")
     a = ap.parse_args(argv)
 
     from benchmarks.common import write_stats_file
@@ -123,7 +129,7 @@ def child_main(argv: list[str] | None = None) -> int:
         http_enabled=False,
     )
     topology = (
-        build_topology(a.input, a.output)
+        build_topology(a.input, a.output, a.caching)
         if a.app == "count"
         else build_enrichment_topology(a.input, a.table, a.output)
     )

@@ -24,14 +24,19 @@ from typing import Any
 SYSTEM = "streamhouse-edge"
 
 
-def build_windowed_topology(input_topic: str, output_topic: str, retention_ms: int | None = None) -> Any:
-    """``retention_ms`` None: the window store's default retention (size + grace = 1 minute)."""
+def build_windowed_topology(
+    input_topic: str, output_topic: str, retention_ms: int | None = None, caching: bool = False
+) -> Any:
+    """``retention_ms`` None: the window store's default retention (size + grace = 1 minute).
+    ``caching``: the record cache on (Kafka Streams' default), for the coalesced comparison."""
     from benchmarks.event_time import WINDOW_MS
     from edge.dsl import Consumed, Materialized, Produced, StreamsBuilder
     from edge.dsl.windows import TimeWindows
     from edge.serde import Serdes
 
-    store = Materialized.as_("wcounts").with_caching_disabled()
+    store = Materialized.as_("wcounts")
+    if not caching:
+        store = store.with_caching_disabled()
     if retention_ms is not None:
         store = store.with_retention(retention_ms)
     b = StreamsBuilder()
@@ -125,6 +130,7 @@ def child_main(argv: list[str] | None = None) -> int:
     ap.add_argument("--commit-interval-ms", type=int, required=True)
     ap.add_argument("--retention-ms", type=int, default=None, help="windowed: the window store's retention")
     ap.add_argument("-c", "--config", action="append", default=[], help="runtime setting key=value")
+    ap.add_argument("--caching", action="store_true", help="windowed: the record cache on")
     a = ap.parse_args(argv)
 
     from benchmarks.common import write_stats_file
@@ -142,7 +148,7 @@ def child_main(argv: list[str] | None = None) -> int:
         http_enabled=False,
     )
     if a.app == "windowed":
-        topology = build_windowed_topology(a.input, a.output, a.retention_ms)
+        topology = build_windowed_topology(a.input, a.output, a.retention_ms, a.caching)
     else:
         topology = build_join_topology(a.input, a.input2, a.output)
     app = StreamsApp(topology, cfg)

@@ -1,6 +1,7 @@
-"""The peers in ``make bench`` (Kafka Streams, Bytewax, Pathway): each peer module gives a well-formed
-result object or a not-available reason. No figure is asserted; the slow test runs the whole peers hook
-at a tiny size on the shared broker and checks every result is well formed and, when measured, verified.
+"""The peers in ``make bench`` (Kafka Streams, Bytewax, Pathway, the edge with its record cache): each
+peer module gives a well-formed result object or a not-available reason. No figure is asserted; the slow
+test runs the whole peers hook at a tiny size on the shared broker and checks every result is well
+formed and, when measured, verified.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import pytest
 
 from benchmarks import peer_venvs
 from benchmarks.common import REQUIRED_FIELDS, prepare_input, prepare_table
-from benchmarks.systems import bytewax_peer, kafka_streams, pathway_peer, peers
+from benchmarks.systems import bytewax_peer, kafka_streams, pathway_peer, peers, streamhouse_coalesced
 
 STATUSES = {"ok", "not_available", "failed"}
 
@@ -43,7 +44,7 @@ def test_kafka_streams_without_java_is_not_available(monkeypatch, tmp_path) -> N
 
 
 def test_unsupported_workloads_say_why(tmp_path: Path) -> None:
-    for peer in (bytewax_peer, pathway_peer):
+    for peer in (bytewax_peer, pathway_peer, streamhouse_coalesced):
         for workload in set(peers.WORKLOADS) - set(peer.WORKLOADS):
             r = peer.run(None, workload=workload, inputs=[], input_events=5, expected_outputs=5,
                          workdir=tmp_path, tag="t", timeout_s=1)  # fmt: skip
@@ -72,7 +73,7 @@ def test_peers_hook_gives_a_result_per_peer_and_workload(kafka_broker, unique_na
         input_topic=inp, table_topic=table, table_rows=rows,
     )  # fmt: skip
     out = peers.bench(ctx)
-    assert len(out) == 3 * len(peers.WORKLOADS)
+    assert len(out) == len(peers.PEER_MODULES) * len(peers.WORKLOADS)
     for r in out:
         _well_formed(r)
         if r["status"] == "ok":
