@@ -47,7 +47,7 @@ from edge.processor.config import StreamsConfig as TaskConfig
 from edge.processor.handlers import (
     DeadLetterQueueHandler,
 )
-from edge.runtime.assignment import JOIN_STATE_SAMPLE_MS, plan_protocol
+from edge.runtime.assignment import JoinStateWatcher, plan_protocol, with_cgrp_debug
 from edge.runtime.commit import Committer
 from edge.runtime.config import StreamsConfig, StreamsConfigError
 from edge.runtime.connectivity import ClusterWatchdog, ConnectionLogLimiter
@@ -377,10 +377,11 @@ class StreamsApp:
         # cooperative (only moved tasks pause) unless upgrade.from or co-partitioned sources need eager
         self.protocol = plan_protocol(cfg, self.plan)
         main_conf["partition.assignment.strategy"] = self.protocol.strategy
+        self.join_state = JoinStateWatcher(self.connection_log)
         if self.protocol.cooperative:
-            # the group's join state tells the stream thread when an offset commit would wait behind a
-            # JoinGroup (see StreamThread.group_joining): sampled often enough to skip those commits
-            main_conf["statistics.interval.ms"] = JOIN_STATE_SAMPLE_MS
+            # the member's join state, at once: a periodic commit waits out a join (StreamThread)
+            main_conf["logger"] = self.join_state
+            with_cgrp_debug(main_conf)
         self.consumer = Consumer(main_conf)
         # the group drops a member it has not heard from for session.timeout.ms: so do we (our tasks)
         self.watchdog = ClusterWatchdog(
@@ -505,6 +506,7 @@ class StreamsApp:
             queries=self._queries,
             replace_producer=self._replace_producer,
         )
+        self._stream.join_state = self.join_state
 
     def _probe_exactly_once(self) -> None:
         """Warn when exactly-once runs on a broker that shows aborted records to read_committed readers

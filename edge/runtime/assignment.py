@@ -20,6 +20,7 @@ one case where this runtime still stops the world.
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,14 +29,10 @@ log = logging.getLogger(__name__)
 COOPERATIVE = "cooperative-sticky"
 EAGER = "range"
 
-#: statistics interval of the stream consumer under the cooperative protocol: how soon the stream thread
-#: learns the group is (re)joining. A member's offset commit sent while its JoinGroup is pending waits
-#: behind it on the coordinator connection -- a stall of every task until the whole group has rejoined
-#: (measured: 1-2 s), which the Java consumer avoids by refusing the commit (RebalanceInProgressException)
-#: -- so periodic commits are put off while librdkafka reports the member is not in its steady join state.
-JOIN_STATE_SAMPLE_MS = 100
 #: the longest a periodic commit is put off for a join (a group that cannot settle still commits)
 MAX_COMMIT_DEFERRAL_S = 30.0
+#: librdkafka's debug line for a change of the member's join state ("steady": in the group, no rebalance)
+_JOIN_STATE = re.compile(r"changed join state (\S+) -> (\S+)")
 
 #: ``upgrade.from`` values that keep Kafka Streams on the eager protocol (versions before KIP-429)
 EAGER_UPGRADE_FROM = frozenset(
@@ -76,6 +73,41 @@ def plan_protocol(config: Any, plan: Any) -> RebalanceProtocol:
     )
     log.info("rebalance protocol: %s (%s)", protocol.strategy, protocol.reason)
     return protocol
+
+
+class JoinStateWatcher:
+    """The stream consumer's ``logger``: tells the stream thread at once when its member (re)joins.
+
+    A member's offset commit sent while its JoinGroup is pending waits behind it on the coordinator
+    connection -- a stall of every task until the whole group has rejoined (measured: 1-2 s), which the
+    Java consumer avoids by refusing the commit (RebalanceInProgressException). librdkafka exposes its
+    join state only in statistics (sampled) and in its ``cgrp`` debug log, which it hands to the logger
+    on the consuming thread inside ``consume()``, in order with the rebalance callbacks: so the stream
+    consumer runs with ``debug=cgrp`` and this logger keeps the join state, forwarding every line below
+    debug level to ``forward`` (the instance's client log)."""
+
+    def __init__(self, forward: Any) -> None:
+        self._forward = forward
+        #: True from the moment the member leaves its steady join state until it is back in it
+        self.joining = False
+
+    def log(self, level: int, msg: str, *args: Any, **kwargs: Any) -> None:
+        # confluent-kafka maps librdkafka's syslog levels to Python's: its debug lines arrive as DEBUG
+        text = msg % args if args else msg
+        match = _JOIN_STATE.search(text)
+        if match is not None:
+            self.joining = match.group(2) != "steady"
+            return
+        if level > logging.DEBUG:
+            self._forward.log(level, msg, *args, **kwargs)
+
+
+def with_cgrp_debug(conf: dict[str, Any]) -> None:
+    """Add librdkafka's ``cgrp`` debug context to a consumer config (keeping the user's contexts)."""
+    contexts = [c for c in str(conf.get("debug", "")).split(",") if c.strip()]
+    if "cgrp" not in contexts and "all" not in contexts:
+        contexts.append("cgrp")
+    conf["debug"] = ",".join(contexts)
 
 
 def standby_order(owner: str, live: list[str], partition: int) -> list[str]:

@@ -91,6 +91,9 @@ class MetadataService:
         self._stop = threading.Event()
         self._instances: dict[str, InstanceInfo] = {}
         self._started_at = time.time()
+        #: set once every record the topic held at start has been read (who else runs is known)
+        self.caught_up = threading.Event()
+        self._end_at_start: int | None = None
         self.shutdown_requested_by: str | None = None
         self._thread = threading.Thread(target=self._run, name="streamhouse-metadata", daemon=True)
 
@@ -135,7 +138,13 @@ class MetadataService:
                     self._dirty.clear()
                     self._publish()
                     next_publish = now + self.interval_s
+                if not self.caught_up.is_set() and self._end_at_start is None:
+                    _, self._end_at_start = self._consumer.get_watermark_offsets(
+                        TopicPartition(self.topic, 0), timeout=5
+                    )
                 for msg in self._consumer.consume(500, 0.1):
+                    if not self.caught_up.is_set() and msg.offset() + 1 >= (self._end_at_start or 0):
+                        self.caught_up.set()
                     if msg.error() is not None or msg.value() is None:
                         continue
                     try:
@@ -151,6 +160,8 @@ class MetadataService:
                         and self.shutdown_requested_by is None
                     ):
                         self.shutdown_requested_by = info.instance_id
+                if self._end_at_start == 0:
+                    self.caught_up.set()
             except Exception:
                 log.exception("instance metadata thread failed; retrying")
                 self._stop.wait(1.0)

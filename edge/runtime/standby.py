@@ -197,6 +197,12 @@ class StandbyManager:
         else:
             self._consumer.unassign()
 
+    def watermarks(self, tp: TopicPartition) -> tuple[int, int]:
+        """The (low, high) watermarks of a changelog partition this manager tails, asked of the broker."""
+        if self._consumer is None:
+            raise RuntimeError(f"no standby task tails {tp.topic}-{tp.partition}")
+        return self._consumer.get_watermark_offsets(tp, timeout=10, cached=False)
+
     # -- hot path -------------------------------------------------------------------------------------
     def poll(self) -> int:
         """Apply whatever changelog records are available (non-blocking); returns records applied."""
@@ -304,6 +310,8 @@ def standby_wanted(
     cooperative: bool = False,
 ) -> bool:
     """Should instance ``me`` keep a standby of (sub-topology, ``partition``) owned by ``owner``?"""
+    if replicas <= 0:
+        return False  # the manager exists for warm-ups only (edge.runtime.warmup)
     if owner is None or owner.instance_id == me:
         return owner is None  # unknown owner: keep a copy until the metadata arrives
     others = [i for i in live if i.instance_id != owner.instance_id]

@@ -30,7 +30,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException
 
 from edge.kafka import KafkaClientConfig
-from edge.runtime.assignment import MAX_COMMIT_DEFERRAL_S
+from edge.runtime.assignment import MAX_COMMIT_DEFERRAL_S, JoinStateWatcher
 from edge.runtime.commit import Committer, ProducerFencedError
 from edge.runtime.config import REPLACE_THREAD, SHUTDOWN_CLIENT, StreamsConfig
 from edge.runtime.connectivity import ClusterUnavailableError
@@ -47,6 +47,7 @@ from edge.runtime.stats import RuntimeStats
 from edge.runtime.stores import StoreProvider
 from edge.runtime.task_manager import TaskManager
 from edge.runtime.topics import InternalTopicPartitionsError, MissingTopicError, TopicPlan, validate_topics
+from edge.runtime.warmup import WarmupGate
 
 log = logging.getLogger(__name__)
 
@@ -100,9 +101,9 @@ class StreamThread:
         #: an exception raised inside a librdkafka callback (rebalance, statistics), re-raised by the loop
         #: after ``consume()`` returns
         self.callback_error: BaseException | None = None
-        #: the group is (re)joining (librdkafka's join state, from the statistics): a periodic offset
-        #: commit would wait for the join to complete, so it is put off (cooperative, at-least-once)
-        self.group_joining = False
+        #: the member is (re)joining the group (librdkafka's join state): a periodic offset commit would
+        #: wait for the join to complete, so it is put off (cooperative, at-least-once); set by the app
+        self.join_state: JoinStateWatcher | None = None
         #: when the periodic commit was first put off for a join (None: it is not)
         self._commit_deferred_since: float | None = None
         self.listener = RebalanceListener(tasks, closing=closing.is_set, on_error=self.report_callback_error)
@@ -120,6 +121,11 @@ class StreamThread:
             self.tasks.open()
             topics = self.plan.source_topics()
             if topics:
+                # KIP-441: take stateful tasks over only once warm copies of them caught up
+                self.tasks.lifecycle.transition(State.REBALANCING, strict=False)
+                WarmupGate(
+                    config=self.config, tasks=self.tasks, metadata=self.metadata, stop=self._stop
+                ).run()
                 listener = self.listener
                 self.consumer.subscribe(
                     topics,
@@ -263,10 +269,10 @@ class StreamThread:
 
     def _commit_waits_for_join(self, now: float) -> bool:
         """Would an offset commit now wait for the group's join to complete? (Cooperative protocol,
-        at-least-once: see :data:`~edge.runtime.assignment.JOIN_STATE_SAMPLE_MS`.) A revocation is always
-        followed by a rejoin, so the window starts there; librdkafka's join state closes it. Never put
-        off for longer than :data:`~edge.runtime.assignment.MAX_COMMIT_DEFERRAL_S`."""
-        if not (self.listener.in_rebalance or self.group_joining):
+        at-least-once: see :class:`~edge.runtime.assignment.JoinStateWatcher`.) Never put off for longer
+        than :data:`~edge.runtime.assignment.MAX_COMMIT_DEFERRAL_S`."""
+        joining = self.join_state is not None and self.join_state.joining
+        if not (self.listener.in_rebalance or joining):
             self._commit_deferred_since = None
             return False
         since = self._commit_deferred_since
@@ -334,8 +340,6 @@ class StreamThread:
         except Exception:
             return
         self.outage.cluster.observe_stats(data.get("brokers") or {})
-        cgrp = data.get("cgrp") or {}
-        self.group_joining = cgrp.get("state") == "up" and cgrp.get("join_state") != "steady"
         try:
             self.outage.check(self)
         except BaseException as exc:

@@ -38,6 +38,7 @@ from edge.runtime.state import Lifecycle, State
 from edge.runtime.stats import RuntimeStats
 from edge.runtime.tasks import ActiveTask, TaskFactory, TaskKey, TaskRegistry
 from edge.runtime.topics import TopicPlan
+from edge.runtime.warmup import warmups_enabled
 from edge.state.checkpoint import checkpoint_path, delete_checkpoint
 
 log = logging.getLogger(__name__)
@@ -93,7 +94,7 @@ class TaskManager:
         self.protocol = protocol or RebalanceProtocol(EAGER, "not given")
         #: loaded by :meth:`open` on the stream thread (None: the topology has no global stores)
         self.global_state: GlobalState | None = None
-        #: standby tasks (None: ``num.standby.replicas`` is 0); created by :meth:`open`
+        #: standby tasks and a joining instance's warm-ups (None: neither is configured); made by :meth:`open`
         self.standby: StandbyManager | None = None
         #: builds active tasks; created by :meth:`open`, once the global stores it hands them are loaded
         self.factory: TaskFactory | None = None
@@ -117,7 +118,7 @@ class TaskManager:
                 batch_records=cfg.max_poll_records,
                 markers=not cfg.exactly_once,
             )
-            if cfg.num_standby_replicas > 0
+            if cfg.num_standby_replicas > 0 or warmups_enabled(cfg, self.protocol)
             else None
         )
         self.factory = TaskFactory(

@@ -75,6 +75,18 @@ class JoinLoad:
                 # the count carries its input's timestamp: the time from production to output
                 self.latencies.append((key, now, now - m.timestamp()[1] / 1000))
 
+    def preload(self, per_partition: int, keys: int) -> None:
+        """Produce a history first (``keys`` keys per partition): state for a joining instance to take
+        over. Counted in :meth:`expected` like the steady input."""
+        for i in range(per_partition):
+            for p in range(self.partitions):
+                key = f"p{p}-h{i % keys}"
+                self._producer.produce(self.in_topic, b"1", key.encode(), partition=p)
+                self.sent[key] = self.sent.get(key, 0) + 1
+            if i % 500 == 0:
+                self._producer.poll(0)
+        assert self._producer.flush(30) == 0
+
     def _produce(self) -> None:
         i = 0
         next_at = time.monotonic()

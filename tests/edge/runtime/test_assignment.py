@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
-from edge.runtime.assignment import COOPERATIVE, EAGER, choose_protocol, standby_order
+from edge.runtime.assignment import (
+    COOPERATIVE,
+    EAGER,
+    JoinStateWatcher,
+    choose_protocol,
+    standby_order,
+    with_cgrp_debug,
+)
 from edge.runtime.metadata import InstanceInfo
 from edge.runtime.standby import standby_wanted
+from edge.runtime.warmup import predict_moves
 
 
 def test_cooperative_by_default_eager_under_old_upgrade_from_or_co_partitioned_sources():
@@ -41,3 +49,46 @@ def test_cooperative_standbys_are_spread():
         if standby_wanted(i.instance_id, owner, infos[:3], 8, 1, 2, cooperative=True)
     ]
     assert two == ["b", "c"]
+
+
+def test_a_joining_member_is_predicted_to_take_the_lowest_task_of_the_most_loaded_instances():
+    owned = {"a": [(0, 0), (0, 2), (0, 4)], "b": [(0, 1), (0, 3), (0, 5)]}
+    stateful = {(0, p) for p in range(6)}
+    # what librdkafka's sticky assignor did when a third member joined (the cooperative tests)
+    assert predict_moves(owned, stateful, 6, 2) == [(0, 0), (0, 1)]
+    assert predict_moves(owned, stateful, 6, 1) == [(0, 0)]
+    assert predict_moves(owned, {(0, 1)}, 6, 2) == [(0, 1)]  # stateless tasks need no warm-up
+    lopsided = {"a": [(0, p) for p in range(5)], "b": [(0, 5)]}
+    assert predict_moves(lopsided, stateful, 6, 5) == [(0, 0), (0, 1)]
+
+
+class _Lines:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def log(self, level: int, msg: str, *args: object) -> None:
+        self.lines.append(msg % args)
+
+
+def test_the_join_state_watcher_follows_librdkafkas_join_state_and_forwards_other_lines():
+    forward = _Lines()
+    watcher = JoinStateWatcher(forward)
+    fmt = "%s [%s] %s"
+    watcher.log(10, fmt, "CGRPJOINSTATE", "c#1", 'Group "g" changed join state steady -> init (state up)')
+    assert watcher.joining
+    watcher.log(10, fmt, "CGRPJOINSTATE", "c#1", 'Group "g" changed join state init -> wait-join (state up)')
+    assert watcher.joining
+    watcher.log(10, fmt, "HEARTBEAT", "c#1", "Heartbeat for group g generation id 3")
+    watcher.log(10, fmt, "CGRPJOINSTATE", "c#1", 'Group "g" changed join state wait-assign-call -> steady')
+    assert not watcher.joining
+    watcher.log(30, fmt, "FAIL", "c#1", "broker down")
+    assert forward.lines == ["FAIL [c#1] broker down"]  # debug lines are not forwarded
+
+
+def test_cgrp_debug_keeps_the_users_debug_contexts():
+    conf: dict = {"debug": "fetch"}
+    with_cgrp_debug(conf)
+    assert conf["debug"] == "fetch,cgrp"
+    conf = {}
+    with_cgrp_debug(conf)
+    assert conf["debug"] == "cgrp"
