@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -100,6 +101,9 @@ class TaskManager:
         self.factory: TaskFactory | None = None
         #: stores are being restored (queries answer 503 meanwhile); read from the HTTP thread
         self.restoring = False
+        #: warm-ups of a joining instance (edge.runtime.warmup) -> until when (monotonic) they are kept for
+        #: the hand-over when no standby placement wants them: the tasks arrive over a few rebalances
+        self.warmups: dict[TaskKey, float] = {}
         #: sub-topologies that may have standby tasks (computed on first use)
         self._eligible_cache: set[int] | None = None
 
@@ -258,6 +262,7 @@ class TaskManager:
             # a standby of the task holds its store directory: the active task takes it over
             for key in keys:
                 self.standby.release(key)
+                self.warmups.pop(key, None)
         self.restoring = True
         try:
             created = factory.create(keys, should_stop=self._stop.is_set)
@@ -443,6 +448,10 @@ class TaskManager:
                     cooperative=self.protocol.cooperative,
                 ):
                     wanted.add(key)
+        if self.warmups:
+            now = time.monotonic()
+            self.warmups = {k: until for k, until in self.warmups.items() if until > now}
+            wanted.update(k for k in self.warmups if k not in self.registry.tasks)
         before = set(sm.tasks)
         sm.reconcile(wanted)
         if set(sm.tasks) != before:

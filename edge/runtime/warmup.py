@@ -43,6 +43,10 @@ log = logging.getLogger(__name__)
 METADATA_WAIT_S = 10.0
 #: how often the warm-ups' lag is measured (a round trip to the brokers per changelog partition)
 LAG_CHECK_S = 0.5
+#: how long after joining a warm-up is kept for its hand-over (a cooperative hand-over takes a few
+#: rebalances: the owner revokes first, the next rebalance assigns); then it is an ordinary standby or
+#: closed
+HAND_OVER_S = 60.0
 
 
 def warmups_enabled(config: Any, protocol: Any) -> bool:
@@ -139,6 +143,8 @@ class WarmupGate:
             time.sleep(0.01)
         self.final_lag = lag
         standby.checkpoint_all(min_interval_s=0)
+        until = time.monotonic() + HAND_OVER_S
+        tm.warmups = dict.fromkeys(warm, until)
         return warm
 
     def _candidates(self) -> list[TaskKey]:
