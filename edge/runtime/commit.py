@@ -56,8 +56,34 @@ class ProducerFencedError(StreamhouseError):
         self.txn_age_s = txn_age_s
 
 
+class ProducerFatalError(StreamhouseError):
+    """The transactional producer hit a fatal error other than fencing (librdkafka: INVALID_TXN_STATE
+    ending a transaction that a timed-out batch had already doomed, during a coordinator failover). The
+    producer can do nothing more; the tasks close without a commit and a new producer takes over
+    (``init_transactions`` bumps the epoch and aborts what is left), as Kafka Streams does for a
+    producer it cannot use (``TaskManager.handleLostAll`` -> ``reInitializeProducer``)."""
+
+
 class TransactionAbortedError(StreamhouseError):
     """The open transaction was aborted; stores of active tasks must be rebuilt from their changelogs."""
+
+
+#: Coordinator errors a transactional call may return without librdkafka's retriable flag (seen:
+#: CONCURRENT_TRANSACTIONS from AddOffsetsToTxn while a hard-bounced coordinator's successor completed
+#: the previous transaction); Java's TransactionManager re-enqueues each of them.
+RETRIABLE_TXN_CODES = frozenset(
+    {
+        KafkaError.CONCURRENT_TRANSACTIONS,
+        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+        KafkaError.COORDINATOR_NOT_AVAILABLE,
+        KafkaError.NOT_COORDINATOR,
+    }
+)
+
+
+def _is_fatal(exc: KafkaException) -> bool:
+    err = exc.args[0] if exc.args else None
+    return isinstance(err, KafkaError) and err.fatal()
 
 
 class Committer:
@@ -206,6 +232,12 @@ class Committer:
                     f"producer fenced while aborting a transaction open for {age or 0:.1f} s: {exc}",
                     txn_age_s=age,
                 ) from exc
+            if _is_fatal(exc):
+                self.fatal = True
+                raise ProducerFatalError(
+                    f"the transactional producer failed fatally while aborting a transaction open for "
+                    f"{age or 0:.1f} s: {exc.args[0]}"
+                ) from exc
             raise
         finally:
             self.collector.first_error = None
@@ -232,7 +264,7 @@ class Committer:
                 err = exc.args[0] if exc.args else None
                 retriable = (
                     isinstance(err, KafkaError)
-                    and err.retriable()
+                    and (err.retriable() or err.code() in RETRIABLE_TXN_CODES)
                     and not err.fatal()
                     and not err.txn_requires_abort()
                 )
@@ -243,7 +275,15 @@ class Committer:
                 time.sleep(0.1)
 
     def _raise_txn(self, exc: KafkaException, step: str) -> None:
-        if is_fenced(exc) or (exc.args and getattr(exc.args[0], "fatal", lambda: False)()):
+        if _is_fatal(exc) and not is_fenced(exc):
+            age = self.txn_age_s
+            self.fatal = True
+            self.txn_open = False
+            raise ProducerFatalError(
+                f"the transactional producer failed fatally during {step}, its transaction open for "
+                f"{age or 0:.1f} s: {exc.args[0]}"
+            ) from exc
+        if is_fenced(exc):
             age = self.txn_age_s
             self.fatal = True
             self.txn_open = False

@@ -31,7 +31,7 @@ from typing import Protocol
 
 from confluent_kafka import KafkaError, KafkaException
 
-from edge.runtime.commit import ProducerFencedError
+from edge.runtime.commit import ProducerFatalError, ProducerFencedError
 from edge.runtime.connectivity import ClusterUnavailableError, ClusterWatchdog, ConnectionLogLimiter
 from edge.runtime.producer import ProducerSendError, is_fenced
 
@@ -187,6 +187,12 @@ class OutageWatchdog:
             return False
         if self.fenced_by_outage(exc):
             return True
+        if isinstance(exc, ProducerFatalError):
+            # the producer is unusable, not ours to keep: close the tasks, a new producer resumes them
+            log.warning(
+                "exactly-once: %s; closing the tasks without a commit, a new producer resumes them", exc
+            )
+            return self.exactly_once
         if isinstance(exc, ProducerFencedError):
             # by the coordinator's timeout (migration), else a newer instance with our transactional.id:
             # this one is a zombie and stops

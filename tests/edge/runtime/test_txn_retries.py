@@ -16,7 +16,7 @@ import time
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from edge.runtime.commit import Committer, TransactionAbortedError
+from edge.runtime.commit import Committer, ProducerFatalError, TransactionAbortedError
 
 
 class _Producer:
@@ -94,7 +94,9 @@ def _committer(producer: _Producer, timeout_s: float = 10.0) -> Committer:
 
 
 def test_concurrent_transactions_on_send_offsets_is_retried() -> None:
-    err = KafkaError(KafkaError.CONCURRENT_TRANSACTIONS, "concurrent", retriable=True)
+    # as librdkafka returned it from AddOffsetsToTxn in a hard bounce of the coordinator's node:
+    # without its retriable flag (the instance stopped on it)
+    err = KafkaError(KafkaError.CONCURRENT_TRANSACTIONS, "concurrent")
     producer = _Producer({"send_offsets": [err, err]})
     committer = _committer(producer)
     committer.commit([_Task()])  # type: ignore[list-item]
@@ -126,3 +128,34 @@ def test_an_abortable_error_is_not_retried_but_aborts() -> None:
     with pytest.raises(TransactionAbortedError):
         _committer(producer).commit([_Task()])  # type: ignore[list-item]
     assert producer.calls[-2:] == ["commit", "abort"]
+
+
+def test_a_fatal_abort_is_a_fatal_producer_not_a_stop() -> None:
+    """A batch timed out (abortable), then the abort's EndTxn failed with fatal INVALID_TXN_STATE, as
+    in a hard bounce of the controller: the producer must be replaced, the instance must go on."""
+    abortable = KafkaError(KafkaError._TIMED_OUT, "batch timed out", txn_requires_abort=True)
+    fatal = KafkaError(KafkaError.INVALID_TXN_STATE, "Failed to end transaction", fatal=True)
+    producer = _Producer({"commit": [abortable], "abort": [fatal]})
+    committer = _committer(producer)
+    with pytest.raises(ProducerFatalError, match=r"while aborting"):
+        committer.commit([_Task()])  # type: ignore[list-item]
+    assert committer.fatal
+    committer.abort()  # a fatal producer is not asked again
+    assert producer.calls.count("abort") == 1
+
+    from edge.runtime.connectivity import ClusterWatchdog, ConnectionLogLimiter
+    from edge.runtime.outage import OutageWatchdog
+
+    def outage(eos: bool) -> OutageWatchdog:
+        return OutageWatchdog(
+            ClusterWatchdog(lost_after_s=45.0, give_up_after_s=300.0),
+            ConnectionLogLimiter(),
+            bootstrap_servers="127.0.0.1:9092",
+            exactly_once=eos,
+            transaction_timeout_ms=10_000,
+            cluster_unavailable_timeout_ms=300_000,
+            closing=lambda: False,
+        )
+
+    assert outage(True).tasks_migrated(ProducerFatalError("x"))
+    assert not outage(False).tasks_migrated(ProducerFatalError("x"))
