@@ -572,6 +572,19 @@ class RocksDBKeyValueStore:
             merged[k] = pending[k]  # buffered values win; a buffered None hides the key
         return sorted(kv for kv in merged.items() if kv[1] is not None)
 
+    def buffered_range_items(self, from_key: bytes, to_key: bytes) -> list[tuple[bytes, bytes]]:
+        """:meth:`range_items` of the write buffer alone: for a caller that knows RocksDB holds no key
+        in the range (a segment opened since the last persist), so no RocksDB seek is needed."""
+        if self._db is None:
+            raise self._closed_error()
+        pending = self._pending
+        if not pending or from_key > to_key:
+            return []
+        keys = self._buffered_keys_sorted()
+        lo = bisect_left(keys, from_key)
+        hi = bisect_right(keys, to_key)
+        return [(k, v) for k in keys[lo:hi] if (v := pending[k]) is not None]
+
     def range(self, from_key: bytes | None, to_key: bytes | None) -> BaseKeyValueIterator:
         if from_key is not None and to_key is not None and from_key > to_key:
             if self._db is None:

@@ -188,6 +188,9 @@ class SegmentedBytesStore:
         #: the oldest live segment id last checked for expired segments (None: check on the next write);
         #: segments below it are gone, so a write in the same or an older floor scans nothing
         self._expiry_floor: int | None = None
+        #: segments opened by a write since the last persist while writes are deferred: RocksDB holds
+        #: nothing of theirs yet, so a scan reads them from the write buffer alone
+        self._buffered_only: set[int] = set()
 
     @property
     def defer_writes(self) -> bool:
@@ -196,6 +199,7 @@ class SegmentedBytesStore:
     @defer_writes.setter
     def defer_writes(self, value: bool) -> None:
         self._defer = bool(value)
+        self._buffered_only.clear()
         if self._shared is not None and hasattr(self._shared, "defer_writes"):
             self._shared.defer_writes = self._defer
 
@@ -246,12 +250,14 @@ class SegmentedBytesStore:
 
     def flush(self) -> None:
         self._check_open()
+        self._buffered_only.clear()
         self._shared.flush()
 
     def persist(self) -> None:
         """Write the buffered writes (after the commit) and drop the segments that expired meanwhile."""
         self._check_open()
         doomed, self._doomed = self._doomed, []
+        self._buffered_only.clear()
         for segment in doomed:
             segment.drop()  # queued: applied by persist() after the buffered writes
         persist = getattr(self._shared, "persist", None)
@@ -273,6 +279,7 @@ class SegmentedBytesStore:
             it.close()
         self._doomed = []  # not dropped: their expiry was never committed
         self._segments.clear()
+        self._buffered_only.clear()
         self._open = False
         shared, self._shared = self._shared, None
         shared.close()
@@ -324,7 +331,11 @@ class SegmentedBytesStore:
             )
             return None
         segment = self._segments.get(segment_id)
-        return segment if segment is not None else self._open_segment(segment_id)
+        if segment is not None:
+            return segment
+        if self._defer:
+            self._buffered_only.add(segment_id)
+        return self._open_segment(segment_id)
 
     # -- point operations --------------------------------------------------------------------------
     def get(self, key: bytes) -> bytes | None:
@@ -376,6 +387,7 @@ class SegmentedBytesStore:
 
     def restore_batch(self, records: Iterable[tuple[bytes, bytes | None]]) -> None:
         self._check_open()
+        self._buffered_only.clear()  # restored records go straight to RocksDB
         batch: list[tuple[bytes, bytes | None]] = []
         for key, value in records:
             segment = self._segment_for_write(key)
@@ -412,6 +424,8 @@ class SegmentedBytesStore:
             self._check_open()
         shared = self._shared
         scan = getattr(shared, "range_items", None)
+        buffered_only = self._buffered_only
+        scan_buffer = getattr(shared, "buffered_range_items", None) if buffered_only else None
         out: list[tuple[bytes, bytes]] = []
         parts = 0
         segments = self._segments
@@ -422,7 +436,9 @@ class SegmentedBytesStore:
             ids = [i for i in ids if first <= i <= last]
         for segment_id in ids:
             p = segments[segment_id].prefix
-            if scan is not None:
+            if scan_buffer is not None and segment_id in buffered_only:
+                found = scan_buffer(p + from_key, p + to_key)
+            elif scan is not None:
                 found = scan(p + from_key, p + to_key)
             else:
                 with shared.range(p + from_key, p + to_key) as it:
