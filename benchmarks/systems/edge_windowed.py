@@ -11,6 +11,8 @@ Every output is checked, untimed: the final count of every (key, window) must eq
 while generating the input, under the system's own lateness rule; a run that fails the check reports no
 figure (``status: failed``, the rate kept as ``events_per_s_unverified``).
 
+The raw loop (``benchmarks/anchors/raw_windowed.py``: a dict of (key, window) counts, no store) runs on
+the same input as the ceiling; the edge's row carries ``vs_raw``, its rate over the loop's.
 A second Streamhouse run (``windowed-count-retention-1h``) gives the window store a 1-hour retention:
 with the default (size + grace = 1 minute) each minute of event time opens a RocksDB segment and
 destroys an expired one, which is what limits the default run (docs/benchmarks.md).
@@ -20,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchmarks.anchors import quix_windowed
+from benchmarks.anchors import quix_windowed, raw_windowed
 from benchmarks.common import not_available
 from benchmarks.event_time import prepare_windowed_input, verify_windowed
 from benchmarks.systems import streamhouse_windowed
@@ -68,6 +70,20 @@ def bench(ctx: Any) -> list[dict[str, Any]]:
             tag=f"{ctx.run_id}-sh-windowed", timeout_s=timeout(240), workload=WORKLOAD,
         )  # fmt: skip
         out.append(_checked(r, ctx, topic, truth, "partition", events, count_field="count"))
+        if getattr(ctx, "windowed_raw_loop", True):
+            raw = raw_windowed.bench(
+                ctx.client,
+                topic,
+                events,
+                truth.outputs("partition", events),
+                ctx.workdir,
+                ctx.run_id,
+                timeout(240),
+            )
+            raw = _checked(raw, ctx, topic, truth, "partition", events, count_field="count")
+            variants.append(raw)
+            if raw.get("events_per_s") and r.get("events_per_s"):
+                out[-1]["vs_raw"] = round(r["events_per_s"] / raw["events_per_s"], 2)
         if getattr(ctx, "windowed_retention_variant", True):
             variant = streamhouse_windowed.run(
                 ctx.client, app="windowed", inputs=[topic], input_events=events,
