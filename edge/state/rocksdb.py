@@ -572,6 +572,12 @@ class RocksDBKeyValueStore:
             merged[k] = pending[k]  # buffered values win; a buffered None hides the key
         return sorted(kv for kv in merged.items() if kv[1] is not None)
 
+    def buffered_get(self, key: bytes) -> bytes | None:
+        """:meth:`get` from the write buffer alone (see :meth:`buffered_range_items`)."""
+        if self._db is None:
+            raise self._closed_error()
+        return self._pending.get(key)
+
     def buffered_range_items(self, from_key: bytes, to_key: bytes) -> list[tuple[bytes, bytes]]:
         """:meth:`range_items` of the write buffer alone: for a caller that knows RocksDB holds no key
         in the range (a segment opened since the last persist), so no RocksDB seek is needed."""

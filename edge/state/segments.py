@@ -345,8 +345,15 @@ class SegmentedBytesStore:
         # min_live_time() written out: a window aggregation reads once per record
         if time < self.observed_stream_time - self.retention_ms + (0 if self.time_first else 1):
             return None
-        segment = self._segments.get(time // self.segment_interval_ms)
-        return None if segment is None else self._shared.get(segment.prefix + key)
+        segment_id = time // self.segment_interval_ms
+        segment = self._segments.get(segment_id)
+        if segment is None:
+            return None
+        if segment_id in self._buffered_only:  # a new window of a windowed aggregation: no RocksDB read
+            buffered_get = getattr(self._shared, "buffered_get", None)
+            if buffered_get is not None:
+                return buffered_get(segment.prefix + key)
+        return self._shared.get(segment.prefix + key)
 
     def get_many(self, keys: list[bytes]) -> list[bytes | None]:
         return [self.get(k) for k in keys]

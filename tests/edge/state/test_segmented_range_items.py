@@ -47,6 +47,9 @@ def test_range_items_equals_the_iterator_scan(tmp_path, persistent: bool, seed: 
             assert store.range_items(lo, hi) == expected, step
             # with the time bounds (one key's window fetch): only the segments of those times are read
             assert store.range_items(lo, hi, t1, t2) == expected, step
+            # point reads agree (a segment opened since the last persist is read from the buffer alone)
+            assert all(store.get(k) == v for k, v in expected), step
+            assert store.get(window_store_key(key, t1, 2**31 - 2)) is None, step
             checked += len(expected)
     assert checked > 500  # the scans found rows, across segments
     store.close()
