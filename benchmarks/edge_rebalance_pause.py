@@ -5,9 +5,10 @@
 
 Two count-app instances (real processes, 6 partitions, one changelog record per count) count a history
 of ``--history`` records per partition; then, with one record per partition every 20 ms flowing, a third
-instance starts. A task's pause is the longest gap between its outputs from the moment the third
-instance starts until 3 s after the assignment settled; tasks whose owner did not change ("stayed") and
-tasks that moved are reported apart, with the records each moved task restored. Three variants:
+instance starts. A task's pause is the longest time an input produced after the third instance started
+waited for its output (output append time on the broker minus production time: stalls of the measuring
+process itself do not count); tasks whose owner did not change ("stayed") and tasks that moved are
+reported apart, with the records each moved task restored. Three variants:
 
 * ``cooperative``: the default (cooperative-sticky, warm-ups on: ``max.warmup.replicas`` = 2,
   ``acceptable.recovery.lag`` = 500);
@@ -33,7 +34,7 @@ from typing import Any
 from edge.broker import local_broker, profile_for
 from edge.kafka import KafkaClientConfig, TopicSpec, create_topics
 from tests.edge.runtime.harness import Instance, wait_assignment
-from tests.edge.runtime.join_load import JoinLoad, split_pauses
+from tests.edge.runtime.join_load import OUTPUT_TOPIC_CONFIG, JoinLoad, split_pauses
 
 RESULT_FILE = Path(__file__).resolve().parent / "results" / "edge_rebalance_pause.json"
 PARTITIONS = 6
@@ -47,7 +48,9 @@ VARIANTS: dict[str, dict[str, Any]] = {
 def run_once(client: KafkaClientConfig, tmp: Path, variant: str, history: int, run: int) -> dict[str, Any]:
     tag = f"{variant}-r{run}-{int(time.time())}"
     src, out, app = f"in-{tag}", f"out-{tag}", f"rebalance-{tag}"
-    create_topics(client, [TopicSpec(src, PARTITIONS), TopicSpec(out, PARTITIONS)])
+    create_topics(
+        client, [TopicSpec(src, PARTITIONS), TopicSpec(out, PARTITIONS, config=OUTPUT_TOPIC_CONFIG)]
+    )
     # a warm-up counts as caught up within 500 records (Kafka's default, 10000, would let the new
     # instance join at once with this history: a cold copy is "caught up" then)
     cfg = {
@@ -78,10 +81,10 @@ def run_once(client: KafkaClientConfig, tmp: Path, variant: str, history: int, r
         with JoinLoad(client, src, out, f"reader-{tag}", PARTITIONS) as load:
             load.preload(history, keys=500)
             load.run_until(lambda: _history_counted(load), timeout=300)
-            joined_at = load.now()
+            joined_at = load.wall()
             c = spawn("c")
             after = load.run_until(lambda: wait_assignment([a, b, c], PARTITIONS, timeout=0.5), timeout=180)
-            settled_s = load.now() - joined_at
+            settled_s = load.wall() - joined_at
             load.run_for(3.0)
             load.stop_and_drain(120)
             stayed, moved = split_pauses(load.pauses(since=joined_at), before, after)
@@ -94,6 +97,7 @@ def run_once(client: KafkaClientConfig, tmp: Path, variant: str, history: int, r
             "moved_restored_records": {str(p): _restored(c_log, p) for p in sorted(moved)},
             "join_to_settled_s": round(settled_s, 3),
             "warmed_up": "warming up tasks" in c_log,
+            "outputs_with_append_time": load.append_stamped,
         }
     finally:
         for inst in started:

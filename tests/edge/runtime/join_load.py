@@ -2,7 +2,10 @@
 
 Shared by the cooperative-rebalance tests and ``benchmarks/edge_rebalance_pause.py``. Input keys name
 their input partition (``p3-k1``), so an output (the count app forwards every count, keyed alike) tells
-which task produced it whatever partition the output landed on.
+which task produced it whatever partition the output landed on; the count ``n`` of key ``k`` is the
+output of the ``n``-th input of ``k``. A task's pause is the longest time from an input's production
+to its output's append to the output topic (``message.timestamp.type=LogAppendTime``, see
+:data:`OUTPUT_TOPIC_CONFIG`): neither a stall of the test's reader nor of its producer shows as one.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from confluent_kafka import Producer
+from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME, Producer
 
 from edge.kafka import KafkaClientConfig
 from tests.edge.runtime.harness import OutputReader
@@ -20,6 +23,8 @@ from tests.edge.runtime.harness import OutputReader
 T = TypeVar("T")
 
 KEYS_PER_PARTITION = 4
+#: the output topic's config: the broker stamps each output with its append time
+OUTPUT_TOPIC_CONFIG = {"message.timestamp.type": "LogAppendTime"}
 
 
 class JoinLoad:
@@ -40,8 +45,13 @@ class JoinLoad:
         self.interval_s = interval_s
         self.in_topic = in_topic
         self.sent: dict[str, int] = {}
-        #: (key, wall-clock time seen, seconds since its input was produced), per output
-        self.latencies: list[tuple[str, float, float]] = []
+        #: (key, count) -> wall-clock time its input was produced
+        self.produced_at: dict[tuple[str, int], float] = {}
+        #: (key, count) -> wall-clock time its first output was appended (or read, on a broker that
+        #: does not stamp LogAppendTime)
+        self.output_at: dict[tuple[str, int], float] = {}
+        #: outputs the broker stamped with their append time (the rest are timed as read)
+        self.append_stamped = 0
         self.reader = OutputReader(client, out_topic, group, committed=False)
         self._producer = Producer(client.producer(**{"linger.ms": 0}))
         self._stop = threading.Event()
@@ -68,12 +78,14 @@ class JoinLoad:
             for m in consumer.consume(1000, 0.2):
                 if m.error() is not None or m.key() is None:
                     continue
-                now = time.time()
                 key = m.key().decode()
                 value = int.from_bytes(m.value(), "big", signed=True)
                 self.reader.records.append((key, value, time.monotonic(), m.partition()))
-                # the count carries its input's timestamp: the time from production to output
-                self.latencies.append((key, now, now - m.timestamp()[1] / 1000))
+                kind, ts = m.timestamp()
+                stamped = kind == TIMESTAMP_LOG_APPEND_TIME
+                self.append_stamped += stamped
+                at = ts / 1000 if stamped else time.time()
+                self.output_at.setdefault((key, value), at)
 
     def preload(self, per_partition: int, keys: int) -> None:
         """Produce a history first (``keys`` keys per partition): state for a joining instance to take
@@ -93,8 +105,9 @@ class JoinLoad:
         while not self._stop.is_set():
             for p in range(self.partitions):
                 key = f"p{p}-k{i % KEYS_PER_PARTITION}"
+                n = self.sent[key] = self.sent.get(key, 0) + 1
+                self.produced_at[(key, n)] = time.time()
                 self._producer.produce(self.in_topic, b"1", key.encode(), partition=p)
-                self.sent[key] = self.sent.get(key, 0) + 1
             self._producer.poll(0)
             i += 1
             next_at += self.interval_s
@@ -136,44 +149,20 @@ class JoinLoad:
     def expected(self) -> dict[str, int]:
         return dict(self.sent)
 
-    def worst_gaps(self, since: float) -> dict[int, tuple[str, float]]:
-        """Input partition -> (wall-clock time the longest gap after ``since`` began, its length):
-        to set a pause against the instances' logs."""
-        offset = time.time() - time.monotonic()
-        last: dict[int, float] = {}
-        out: dict[int, tuple[str, float]] = {}
-        for key, _, seen_at, _ in list(self.reader.records):
-            p = int(key.split("-", 1)[0][1:])
-            prev = last.get(p)
-            last[p] = seen_at
-            if prev is not None and seen_at >= since and seen_at - prev > out.get(p, ("", 0.0))[1]:
-                began = (
-                    time.strftime("%H:%M:%S", time.gmtime(prev + offset)) + f"{(prev + offset) % 1:.3f}"[1:]
-                )
-                out[p] = (began, seen_at - prev)
-        return out
-
-    def max_latency(self, since_wall: float) -> dict[int, float]:
-        """Input partition -> the longest time from an input's production to its output, after
-        ``since_wall`` (wall clock): a task's pause shows as a latency spike even where the reader
-        itself stalls."""
-        out: dict[int, float] = {p: 0.0 for p in range(self.partitions)}
-        for key, seen, latency in list(self.latencies):
-            if seen >= since_wall:
-                p = int(key.split("-", 1)[0][1:])
-                out[p] = max(out[p], latency)
-        return out
+    @staticmethod
+    def wall() -> float:
+        return time.time()
 
     def pauses(self, since: float) -> dict[int, float]:
-        """Input partition -> longest gap (s) between its consecutive outputs seen after ``since``."""
-        last: dict[int, float] = {}
+        """Input partition -> the longest time (s) an input produced after ``since`` (wall clock) waited
+        for its output: a task that stops for P seconds holds the input arriving meanwhile ~P."""
         out: dict[int, float] = {p: 0.0 for p in range(self.partitions)}
-        for key, _, seen_at, _ in list(self.reader.records):
+        for (key, n), produced in list(self.produced_at.items()):
+            if produced < since:
+                continue
             p = int(key.split("-", 1)[0][1:])
-            prev = last.get(p)
-            last[p] = seen_at
-            if prev is not None and seen_at >= since:
-                out[p] = max(out[p], seen_at - max(prev, since))
+            done = self.output_at.get((key, n))
+            out[p] = max(out[p], (done if done is not None else time.time()) - produced)
         return out
 
 

@@ -2,21 +2,20 @@
 pair while input flows; the tasks that stay must not pause, the state must be exact afterwards, and a
 joining instance takes a stateful task only once its warm-up copy has caught up.
 
-The pause of a task is the longest gap between two of its outputs as a reader sees them, with input
-arriving for every task every 20 ms (see :mod:`tests.edge.runtime.join_load`).
+The pause of a task is the longest time an input produced after the third instance started waited for
+its output, with input arriving for every task every 20 ms (see :mod:`tests.edge.runtime.join_load`).
 """
 
 from __future__ import annotations
 
 import ast
 import re
-import time
 
 import pytest
 
 from edge.kafka import BrokerProfile
 from tests.edge.runtime.harness import wait_assignment
-from tests.edge.runtime.join_load import JoinLoad, split_pauses
+from tests.edge.runtime.join_load import OUTPUT_TOPIC_CONFIG, JoinLoad, split_pauses
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.timeout(240)]
 
@@ -24,15 +23,14 @@ PARTITIONS = 6
 
 
 def test_a_joining_instance_pauses_only_the_tasks_that_move(kafka_broker, make_topic, unique_name, spawn):
-    src, out = make_topic("in", PARTITIONS), make_topic("out", PARTITIONS)
+    src, out = make_topic("in", PARTITIONS), make_topic("out", PARTITIONS, **OUTPUT_TOPIC_CONFIG)
     app = unique_name("app")
     a = spawn(app, src, out, name="a", max_warmup_replicas=0)
     b = spawn(app, src, out, name="b", max_warmup_replicas=0)
     before = wait_assignment([a, b], PARTITIONS)
     with JoinLoad(kafka_broker, src, out, unique_name("reader"), PARTITIONS) as load:
         load.run_for(3.0)
-        joined_at = load.now()
-        wall = time.time()
+        joined_at = load.wall()
         c = spawn(app, src, out, name="c", max_warmup_replicas=0)
         after = load.run_until(lambda: wait_assignment([a, b, c], PARTITIONS, timeout=0.5), timeout=90)
         load.run_for(3.0)
@@ -42,12 +40,7 @@ def test_a_joining_instance_pauses_only_the_tasks_that_move(kafka_broker, make_t
         assert after[c.server], f"the third instance got no task: {after}"
         assert stayed, f"every task moved: {before} -> {after}"
         # the tasks that stay keep running (eager: every task stops for the whole rebalance, seconds)
-        assert max(stayed.values()) < stay_bound(kafka_broker), (
-            load.worst_gaps(joined_at),
-            load.max_latency(wall),
-            before,
-            after,
-        )
+        assert max(stayed.values()) < stay_bound(kafka_broker), (stayed, _moved, before, after)
         # exact counts: nothing lost nor counted twice through the hand-over
         assert load.reader.latest() == load.expected(), "counts differ after the join"
     for inst in (a, b):  # ... and were never closed and opened again
@@ -61,7 +54,7 @@ def test_a_joining_instance_takes_stateful_tasks_only_once_its_warm_ups_caught_u
 ):
     """KIP-441: the third instance warms up the tasks it will receive, joins once they are within
     ``acceptable.recovery.lag``, and then restores only the tail instead of the whole changelog."""
-    src, out = make_topic("in", PARTITIONS), make_topic("out", PARTITIONS)
+    src, out = make_topic("in", PARTITIONS), make_topic("out", PARTITIONS, **OUTPUT_TOPIC_CONFIG)
     app = unique_name("app")
     # one changelog record per count: a history of HISTORY records per task's changelog
     common = {"changelog_collapse": "false", "max_warmup_replicas": 2, "acceptable_recovery_lag": 200}
@@ -71,7 +64,7 @@ def test_a_joining_instance_takes_stateful_tasks_only_once_its_warm_ups_caught_u
     with JoinLoad(kafka_broker, src, out, unique_name("reader"), PARTITIONS) as load:
         load.preload(HISTORY, keys=500)
         load.run_until(lambda: _all_counted(load), timeout=120)
-        joined_at = load.now()
+        joined_at = load.wall()
         c = spawn(app, src, out, name="c", **common)
         after = load.run_until(lambda: wait_assignment([a, b, c], PARTITIONS, timeout=0.5), timeout=120)
         load.run_for(3.0)
