@@ -460,7 +460,8 @@ def errors_seen(proc_dir: Path) -> str:
 _INTRO = """Kafka's `streams_broker_bounce_test.py` on a local 3-node Apache Kafka 4.1.1 KRaft cluster
 (`edge.broker.cluster.KafkaCluster`: combined broker+controller nodes, replication 3,
 `min.insync.replicas` 2, a dead broker fenced after 6 s), the edge port of SmokeTestClient
-(`examples/system_tests/smoke_client.py`, 3 stream threads, session timeout 10 s, commit interval 1 s)
+(`examples/system_tests/smoke_client.py`: one stream thread, as the edge ignores the test's
+`num.stream.threads=3`; session timeout 10 s, commit interval 1 s, 2 standby replicas)
 and Kafka's SmokeTestDriver (10 keys, about 50 records a second for 30 s + 60 s per failure) as judge.
 Written by `scripts/broker_bounce.py` (`make system-test`). A clean or hard shutdown stops (SIGTERM) or
 kills (SIGKILL) the node and leaves it down; a bounce restarts it once the cluster has fenced it (hard)
