@@ -354,6 +354,7 @@ def run_bounces(scenario: BounceScenario, workdir: Path, log: Callable[[str], No
     cluster.start()
     bounces: list[Bounce] = []
     app_exited = False
+    produced_until = float("inf")
     watch: OutputWatch | None = None
     try:
         bootstrap = cluster.bootstrap_servers
@@ -395,9 +396,6 @@ def run_bounces(scenario: BounceScenario, workdir: Path, log: Callable[[str], No
             log("  waiting for the driver's verdict")
             driver.wait(900 * run.slack)
             app_exited = not node.alive()
-            ends = [b.at for b in bounces[1:]] + [produced_until]
-            for b, end in zip(bounces, ends, strict=True):
-                b.stall_s = round(stall(watch.arrivals, b.at, end), 1)
             node.stop(clean=True)
             lines = driver.text().splitlines()
             verdict = next((ln for ln in reversed(lines) if ln in ("SUCCESS", "FAILURE")), "INVALID")
@@ -418,6 +416,10 @@ def run_bounces(scenario: BounceScenario, workdir: Path, log: Callable[[str], No
             )
         finally:
             run.cleanup()
+            if watch is not None:  # also when the run was cut short: the stalls seen until then
+                ends = [b.at for b in bounces[1:]] + [min(produced_until, time.monotonic())]
+                for b, end in zip(bounces, ends, strict=True):
+                    b.stall_s = round(stall(watch.arrivals, b.at, end), 1)
     finally:
         if watch is not None:
             watch.close()
