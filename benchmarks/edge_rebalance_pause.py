@@ -157,7 +157,7 @@ def main() -> None:
         existing = json.loads(RESULT_FILE.read_text())
     except (FileNotFoundError, ValueError):
         existing = {}
-    existing[kind] = doc
+    existing.setdefault(kind, {}).update(doc)  # a run of some variants keeps the others' figures
     RESULT_FILE.write_text(json.dumps(existing, indent=2, sort_keys=True) + "\n")
     print(f"wrote {RESULT_FILE}")
 

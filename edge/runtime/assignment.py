@@ -90,13 +90,21 @@ class JoinStateWatcher:
         self._forward = forward
         #: True from the moment the member leaves its steady join state until it is back in it
         self.joining = False
+        #: librdkafka's join state ("init" before the member ever joined)
+        self.state = "init"
+
+    @property
+    def in_group_rebalance(self) -> bool:
+        """Is the member inside a rebalance of its group (a JoinGroup sent, its outcome not applied)?"""
+        return self.state not in ("init", "steady")
 
     def log(self, level: int, msg: str, *args: Any, **kwargs: Any) -> None:
         # confluent-kafka maps librdkafka's syslog levels to Python's: its debug lines arrive as DEBUG
         text = msg % args if args else msg
         match = _JOIN_STATE.search(text)
         if match is not None:
-            self.joining = match.group(2) != "steady"
+            self.state = match.group(2)
+            self.joining = self.state != "steady"
             return
         if level > logging.DEBUG:
             self._forward.log(level, msg, *args, **kwargs)

@@ -388,11 +388,18 @@ class StreamThread:
         The embedded broker never completes a rebalance whose member leaves between its revocation and
         the next assignment (the remaining members loop on "rebalance in progress"), so a shutdown that
         starts inside a rebalance first rejoins (taking no tasks: the instance is closing), then leaves.
+        Under the cooperative protocol a member is also inside a rebalance from the moment it sends its
+        JoinGroup (librdkafka's join state), with no revocation before it.
         """
-        if not self.listener.in_rebalance:
+
+        def rebalancing() -> bool:
+            joining = self.join_state is not None and self.join_state.in_group_rebalance
+            return self.listener.in_rebalance or joining
+
+        if not rebalancing():
             return
         deadline = time.monotonic() + timeout_s
         consumer = self.consumer
         with contextlib.suppress(Exception):
-            while self.listener.in_rebalance and time.monotonic() < deadline:
+            while rebalancing() and time.monotonic() < deadline:
                 consumer.consume(100, 0.1)

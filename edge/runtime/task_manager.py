@@ -170,7 +170,9 @@ class TaskManager:
         registry = self.registry
         # Kafka Streams' assignor checks the topics at every rebalance: a source topic may be gone and an
         # internal one re-created by someone else with another partition count (raises; fatal)
-        created = self._check_topics()
+        # (cooperative: an assignment that adds nothing -- the second half of a hand-over, for the members
+        # that keep their tasks -- checks nothing new, and the admin round trip would hold their tasks)
+        created = [] if (self.protocol.cooperative and not partitions) else self._check_topics()
         if created:
             log.warning("internal topic(s) %s were missing: created them again", created)
         # back after an outage, and the group assigned partitions again: they start from the commit

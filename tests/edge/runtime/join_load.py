@@ -97,7 +97,7 @@ class JoinLoad:
                 self.sent[key] = self.sent.get(key, 0) + 1
             if i % 500 == 0:
                 self._producer.poll(0)
-        assert self._producer.flush(30) == 0
+        assert self._producer.flush(120) == 0, "the history was not delivered within 120 s"
 
     def _produce(self) -> None:
         i = 0

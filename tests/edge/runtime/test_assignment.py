@@ -74,13 +74,14 @@ def test_the_join_state_watcher_follows_librdkafkas_join_state_and_forwards_othe
     forward = _Lines()
     watcher = JoinStateWatcher(forward)
     fmt = "%s [%s] %s"
+    assert not watcher.joining and not watcher.in_group_rebalance
     watcher.log(10, fmt, "CGRPJOINSTATE", "c#1", 'Group "g" changed join state steady -> init (state up)')
     assert watcher.joining
     watcher.log(10, fmt, "CGRPJOINSTATE", "c#1", 'Group "g" changed join state init -> wait-join (state up)')
-    assert watcher.joining
+    assert watcher.joining and watcher.in_group_rebalance
     watcher.log(10, fmt, "HEARTBEAT", "c#1", "Heartbeat for group g generation id 3")
     watcher.log(10, fmt, "CGRPJOINSTATE", "c#1", 'Group "g" changed join state wait-assign-call -> steady')
-    assert not watcher.joining
+    assert not watcher.joining and not watcher.in_group_rebalance
     watcher.log(30, fmt, "FAIL", "c#1", "broker down")
     assert forward.lines == ["FAIL [c#1] broker down"]  # debug lines are not forwarded
 
