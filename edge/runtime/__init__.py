@@ -13,7 +13,10 @@ or from the command line: ``streamhouse edge run my.module:topology --applicatio
 Settings (Kafka Streams names): ``application.id`` (consumer group, internal topic prefix, state
 subdirectory), ``bootstrap.servers``, ``broker.profile`` (embedded | real), ``state.dir``,
 ``processing.guarantee`` (at_least_once | exactly_once_v2), ``commit.interval.ms`` (default 30000, or
-100 under exactly-once), ``num.standby.replicas``, ``replication.factor`` (internal topics),
+100 under exactly-once), ``num.standby.replicas``, ``acceptable.recovery.lag`` /
+``max.warmup.replicas`` / ``probing.rebalance.interval.ms`` (warm-ups, :mod:`edge.runtime.warmup`),
+``upgrade.from`` (2.3 or older: eager rebalancing, :mod:`edge.runtime.assignment`),
+``replication.factor`` (internal topics),
 ``application.server`` (advertised host:port of the query/metrics server; port 0 = free port),
 ``http.bind.host`` (default 127.0.0.1), ``http.enabled``, ``instance.id`` (stable id; default
 persisted in the state dir; names the transactional.id), ``cache.max.bytes.buffering``,
