@@ -34,7 +34,7 @@ from typing import Any
 from edge.broker import local_broker, profile_for
 from edge.kafka import KafkaClientConfig, TopicSpec, create_topics
 from tests.edge.runtime.harness import Instance, wait_assignment
-from tests.edge.runtime.join_load import OUTPUT_TOPIC_CONFIG, JoinLoad, split_pauses
+from tests.edge.runtime.join_load import APPEND_TIME, JoinLoad, split_pauses
 
 RESULT_FILE = Path(__file__).resolve().parent / "results" / "edge_rebalance_pause.json"
 PARTITIONS = 6
@@ -48,9 +48,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
 def run_once(client: KafkaClientConfig, tmp: Path, variant: str, history: int, run: int) -> dict[str, Any]:
     tag = f"{variant}-r{run}-{int(time.time())}"
     src, out, app = f"in-{tag}", f"out-{tag}", f"rebalance-{tag}"
-    create_topics(
-        client, [TopicSpec(src, PARTITIONS), TopicSpec(out, PARTITIONS, config=OUTPUT_TOPIC_CONFIG)]
-    )
+    topics = [TopicSpec(src, PARTITIONS, config=APPEND_TIME), TopicSpec(out, PARTITIONS, config=APPEND_TIME)]
+    create_topics(client, topics)
     # a warm-up counts as caught up within 500 records (Kafka's default, 10000, would let the new
     # instance join at once with this history: a cold copy is "caught up" then)
     cfg = {

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
 log = logging.getLogger(__name__)
 
@@ -139,11 +139,10 @@ class MetadataService:
                     self._publish()
                     next_publish = now + self.interval_s
                 if not self.caught_up.is_set() and self._end_at_start is None:
-                    _, self._end_at_start = self._consumer.get_watermark_offsets(
-                        TopicPartition(self.topic, 0), timeout=5
-                    )
+                    self._end_at_start = self._end_offset()
                 for msg in self._consumer.consume(500, 0.1):
-                    if not self.caught_up.is_set() and msg.offset() + 1 >= (self._end_at_start or 0):
+                    end = self._end_at_start
+                    if not self.caught_up.is_set() and end is not None and msg.offset() + 1 >= end:
                         self.caught_up.set()
                     if msg.error() is not None or msg.value() is None:
                         continue
@@ -172,6 +171,15 @@ class MetadataService:
             self._producer.flush(2)
         except Exception:
             pass
+
+    def _end_offset(self) -> int | None:
+        """The topic's end offset, or None while the broker cannot tell yet (asked again next round:
+        a topic created a moment ago may have no leader yet)."""
+        try:
+            return self._consumer.get_watermark_offsets(TopicPartition(self.topic, 0), timeout=5)[1]
+        except KafkaException as exc:
+            log.debug("end offset of %s not known yet: %s", self.topic, exc)
+            return None
 
     def stop(self) -> None:
         self._stop.set()

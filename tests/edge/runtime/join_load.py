@@ -3,9 +3,11 @@
 Shared by the cooperative-rebalance tests and ``benchmarks/edge_rebalance_pause.py``. Input keys name
 their input partition (``p3-k1``), so an output (the count app forwards every count, keyed alike) tells
 which task produced it whatever partition the output landed on; the count ``n`` of key ``k`` is the
-output of the ``n``-th input of ``k``. A task's pause is the longest time from an input's production
-to its output's append to the output topic (``message.timestamp.type=LogAppendTime``, see
-:data:`OUTPUT_TOPIC_CONFIG`): neither a stall of the test's reader nor of its producer shows as one.
+output of the ``n``-th input of ``k``. A task's pause is the longest time from an input's append to
+the input topic to its output's append to the output topic (both topics stamp
+``message.timestamp.type=LogAppendTime``, see :data:`APPEND_TIME`): a stall of the measuring process
+(its producer or its readers) does not show as one. A broker that does not stamp append times gets the
+production and read times instead.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME, Producer
+from confluent_kafka import OFFSET_BEGINNING, TIMESTAMP_LOG_APPEND_TIME, Consumer, Producer, TopicPartition
 
 from edge.kafka import KafkaClientConfig
 from tests.edge.runtime.harness import OutputReader
@@ -23,8 +25,8 @@ from tests.edge.runtime.harness import OutputReader
 T = TypeVar("T")
 
 KEYS_PER_PARTITION = 4
-#: the output topic's config: the broker stamps each output with its append time
-OUTPUT_TOPIC_CONFIG = {"message.timestamp.type": "LogAppendTime"}
+#: the input and output topics' config: the broker stamps each record with its append time
+APPEND_TIME = {"message.timestamp.type": "LogAppendTime"}
 
 
 class JoinLoad:
@@ -47,6 +49,11 @@ class JoinLoad:
         self.sent: dict[str, int] = {}
         #: (key, count) -> wall-clock time its input was produced
         self.produced_at: dict[tuple[str, int], float] = {}
+        #: (key, count) -> its input's append time (read back from the input topic)
+        self.input_at: dict[tuple[str, int], float] = {}
+        self._input_seen: dict[str, int] = {}
+        self._input_reader = Consumer(client.consumer(f"{group}-in", **{"enable.auto.commit": False}))
+        self._input_reader.assign([TopicPartition(in_topic, p, OFFSET_BEGINNING) for p in range(partitions)])
         #: (key, count) -> wall-clock time its first output was appended (or read, on a broker that
         #: does not stamp LogAppendTime)
         self.output_at: dict[tuple[str, int], float] = {}
@@ -71,10 +78,19 @@ class JoinLoad:
         self._reading.clear()
         self._reader_thread.join(10)
         self.reader.close()
+        self._input_reader.close()
 
     def _read(self) -> None:
         consumer = self.reader.consumer
         while self._reading.is_set():
+            for m in self._input_reader.consume(1000, 0):
+                if m.error() is not None or m.key() is None:
+                    continue
+                key = m.key().decode()
+                n = self._input_seen[key] = self._input_seen.get(key, 0) + 1
+                kind, ts = m.timestamp()
+                if kind == TIMESTAMP_LOG_APPEND_TIME:
+                    self.input_at[(key, n)] = ts / 1000
             for m in consumer.consume(1000, 0.2):
                 if m.error() is not None or m.key() is None:
                     continue
@@ -162,7 +178,8 @@ class JoinLoad:
                 continue
             p = int(key.split("-", 1)[0][1:])
             done = self.output_at.get((key, n))
-            out[p] = max(out[p], (done if done is not None else time.time()) - produced)
+            start = self.input_at.get((key, n), produced)
+            out[p] = max(out[p], (done if done is not None else time.time()) - start)
         return out
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from edge.kafka import BrokerProfile
 from tests.edge.runtime.harness import wait_assignment
-from tests.edge.runtime.join_load import OUTPUT_TOPIC_CONFIG, JoinLoad, split_pauses
+from tests.edge.runtime.join_load import APPEND_TIME, JoinLoad, split_pauses
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.timeout(240)]
 
@@ -23,7 +23,7 @@ PARTITIONS = 6
 
 
 def test_a_joining_instance_pauses_only_the_tasks_that_move(kafka_broker, make_topic, unique_name, spawn):
-    src, out = make_topic("in", PARTITIONS), make_topic("out", PARTITIONS, **OUTPUT_TOPIC_CONFIG)
+    src, out = make_topic("in", PARTITIONS, **APPEND_TIME), make_topic("out", PARTITIONS, **APPEND_TIME)
     app = unique_name("app")
     a = spawn(app, src, out, name="a", max_warmup_replicas=0)
     b = spawn(app, src, out, name="b", max_warmup_replicas=0)
@@ -54,7 +54,7 @@ def test_a_joining_instance_takes_stateful_tasks_only_once_its_warm_ups_caught_u
 ):
     """KIP-441: the third instance warms up the tasks it will receive, joins once they are within
     ``acceptable.recovery.lag``, and then restores only the tail instead of the whole changelog."""
-    src, out = make_topic("in", PARTITIONS), make_topic("out", PARTITIONS, **OUTPUT_TOPIC_CONFIG)
+    src, out = make_topic("in", PARTITIONS, **APPEND_TIME), make_topic("out", PARTITIONS, **APPEND_TIME)
     app = unique_name("app")
     # one changelog record per count: a history of HISTORY records per task's changelog
     common = {"changelog_collapse": "false", "max_warmup_replicas": 2, "acceptable_recovery_lag": 200}
