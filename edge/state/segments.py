@@ -394,12 +394,14 @@ class SegmentedBytesStore:
 
     def restore_batch(self, records: Iterable[tuple[bytes, bytes | None]]) -> None:
         self._check_open()
-        self._buffered_only.clear()  # restored records go straight to RocksDB
         batch: list[tuple[bytes, bytes | None]] = []
         for key, value in records:
             segment = self._segment_for_write(key)
             if segment is not None:
                 batch.append((segment.prefix + key, value))
+        # restored records go straight to RocksDB: no segment is the write buffer's alone any more
+        # (cleared after the loop, which may have opened segments as buffered-only)
+        self._buffered_only.clear()
         # a record later in the batch may have expired an earlier one's segment: keep only live ones
         live = {seg.prefix for seg in self._segments.values()}
         self._shared.restore_batch([kv for kv in batch if kv[0][:8] in live])

@@ -53,3 +53,17 @@ def test_range_items_equals_the_iterator_scan(tmp_path, persistent: bool, seed: 
             checked += len(expected)
     assert checked > 500  # the scans found rows, across segments
     store.close()
+
+
+def test_segments_restored_under_deferred_writes_are_read_from_rocksdb(tmp_path) -> None:
+    """A restore writes straight to RocksDB: a segment it opens is not the write buffer's alone."""
+    store = SegmentedBytesStore("w", retention_ms=11 * 60_000, time_of=window_store_key_timestamp)
+    store.defer_writes = True
+    store.init(StoreContext("app", "0_0", 0, tmp_path))
+    store.put(window_store_key(b"a", 0, 1), b"buffered")  # segment 0 opened by a write: buffer only
+    key = window_store_key(b"b", 7 * 60_000, 1)  # segment 1 opened by the restore
+    store.restore_batch([(key, b"restored")])
+    assert store.get(key) == b"restored"
+    assert store.range_items(key, key) == [(key, b"restored")]
+    assert store.get(window_store_key(b"a", 0, 1)) == b"buffered"
+    store.close()
