@@ -218,7 +218,8 @@ class RocksDBKeyValueStore:
         self._commit_requested = False
         #: one RocksDB iterator re-positioned by every short scan (:meth:`range_items`): seeking costs
         #: a fraction of creating one. It reads the database as of its creation, so every write to
-        #: RocksDB drops it (:meth:`_db_changed`); buffered writes are merged in as for any scan
+        #: RocksDB (a write batch, a range deletion) drops it; buffered writes are merged in as for any
+        #: scan
         self._seek_iter: Any = None
 
     # -- lifecycle ---------------------------------------------------------------------------------
