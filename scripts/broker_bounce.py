@@ -443,7 +443,7 @@ ERROR_PATTERNS = (
     ("partitions lost (session timeout)", r"WARNING lost partitions"),
     ("transaction aborted", r"transaction aborted during"),
     ("producer replaced", r"new transactional producer replaces"),
-    ("fenced", r"was fenced|producer fenced"),
+    ("fenced", r"WARNING exactly-once: the transactional producer (?:of before the outage )?was fenced"),
     ("txn call retried", r"failed with a retriable error"),
     ("thread replaced", r"replacing it: resuming"),
 )
