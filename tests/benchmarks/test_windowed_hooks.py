@@ -82,11 +82,14 @@ def test_windowed_and_join_hooks_measure_verified_figures(kafka_broker, unique_n
     joined = edge_join.bench(ctx)
     for r in windowed + joined:
         assert all(f in r for f in REQUIRED_FIELDS), r
-    sh_w, quix = windowed
+    sh_w, raw_w, quix = windowed
     assert quix["system"] == "quix-streams"
     if streamhouse_windowed.availability_windowed() is None:
         assert sh_w["status"] == "ok" and sh_w["verification"]["correct"], sh_w
         assert sh_w["verification"]["output_records"] == sh_w["input"]["expected_outputs_partition_rule"]
+        # the raw loop on the same input, checked against the same truth
+        assert raw_w["system"] == "raw-confluent-kafka" and raw_w["verification"]["correct"], raw_w
+        assert sh_w["vs_raw"] > 0
     else:
         assert sh_w["status"] == "not_available" and sh_w["reason"]
     if QUIX_READY:
