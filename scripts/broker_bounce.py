@@ -309,8 +309,8 @@ class BounceRun(st.Run):
 
     def smoke_client_props(self, node: str) -> Path:
         path = super().smoke_client_props(node)
+        # internal topics as Kafka's test creates its own: three replicas, min ISR 2 (the cluster's)
         text = path.read_text().replace("replication.factor=1\n", "replication.factor=3\n")
-        # one thread per processor would do, but Kafka's test runs three: keep Kafka's shape
         path.write_text(text)
         return path
 
