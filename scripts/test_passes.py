@@ -1,18 +1,22 @@
-"""``make test``'s three pytest passes, the Apache Kafka and Parquet passes beside the main one.
+"""``make test``'s pytest passes: the main one in the foreground, the others beside it in two lanes.
 
 1. the whole suite on the embedded broker (native Delta where ``make install`` resolved the jars), in
    the foreground with its output as usual (``MAIN_TEST_ARGS`` added: deselections of tests that run
-   in the Kafka pass only);
-2. ``KAFKA_TESTS`` on Apache Kafka (``KAFKA_PASS_ENV``), then
-3. ``DELTA_TESTS`` on Parquet + deltalake (only when the jars were resolved, else the reason is printed),
-   one after the other in the background, each into a log under ``.state/test-logs`` that is printed
-   when the main pass is done.
+   in the Kafka passes only);
+2. lane A: ``KAFKA_TESTS`` on Apache Kafka (``KAFKA_PASS_ENV``);
+3. lane B: ``DELTA_TESTS`` on Parquet + deltalake (only when the jars were resolved, else the reason is
+   printed), then ``KAFKA_SYSTEM_TESTS`` (Kafka's own Streams system tests and the broker bounces, each
+   scenario on brokers of its own) on Apache Kafka;
 
-Why beside: the Kafka pass spends most of its time waiting (consumer session timeouts after kill -9,
-broker restarts, give-up timers): run alone it kept 2 cores about half busy for ~10 minutes. In
-sequence the passes took ~33 minutes, over the 20 the suite is meant to take on 2 cores.
+each background pass into a log under ``.state/test-logs`` that is printed when the main pass is done.
 
-The exit status is non-zero when any pass fails; a summary names each pass with its last line and time.
+Why beside: the Kafka passes spend most of their time waiting (consumer session timeouts after kill -9,
+broker restarts and bounces, Kafka's drivers polling for their last results): run alone the Kafka pass
+kept 2 cores about half busy. With every background pass in one lane the background outlasted the main
+pass; the system tests' cluster scenarios, mostly waits, run in the second, shorter lane.
+
+The exit status is non-zero when any pass fails; a summary names each pass with its last line and time,
+and repeats a failed background pass's failures at the end (CI keeps the output's head and tail).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -92,6 +97,7 @@ def main() -> int:
     pytest_args = _env_list("PYTEST_ARGS")
     kafka_tests = _env_list("KAFKA_TESTS")
     delta_tests = _env_list("DELTA_TESTS")
+    system_tests = _env_list("KAFKA_SYSTEM_TESTS")
     delta_jars = ROOT / os.environ.get("DELTA_JARS", ".state/jars/delta")  # an absolute path stays itself
     logs = ROOT / ".state" / "test-logs"
     logs.mkdir(parents=True, exist_ok=True)
@@ -103,17 +109,25 @@ def main() -> int:
     notes: list[str] = []
     procs: list[subprocess.Popen] = []
 
-    def background() -> None:
-        try:
-            _background()
-        except BaseException as exc:  # a pass that could not even start is a failed pass
-            results.append(PassResult("background passes", 1, 0.0, f"could not run: {exc!r}"))
+    def lane(name: str, run: Callable[[], None]) -> threading.Thread:
+        def guarded() -> None:
+            try:
+                run()
+            except BaseException as exc:  # a pass that could not even start is a failed pass
+                results.append(PassResult(f"background lane {name}", 1, 0.0, f"could not run: {exc!r}"))
 
-    def _background() -> None:
-        env = {**base_env, **_env_pairs("KAFKA_PASS_ENV")}
+        return threading.Thread(target=guarded, name=f"lane-{name}", daemon=True)
+
+    kafka_env = {**base_env, **_env_pairs("KAFKA_PASS_ENV")}
+
+    def lane_a() -> None:
         results.append(
-            _run_logged("Apache Kafka", [*background_args, *kafka_tests], env, logs / "kafka.log", procs)
+            _run_logged(
+                "Apache Kafka", [*background_args, *kafka_tests], kafka_env, logs / "kafka.log", procs
+            )
         )
+
+    def lane_b() -> None:
         if (delta_jars / ".resolved").is_file():
             env = {**base_env, "STREAMHOUSE_DELTA_JARS_AVAILABLE": "false"}
             results.append(
@@ -126,19 +140,32 @@ def main() -> int:
             notes.append(
                 f"native Delta not tested: {reason[0] if reason else 'the delta-spark jars are not resolved'}"
             )
+        if system_tests:
+            results.append(
+                _run_logged(
+                    "Kafka system tests",
+                    [*background_args, *system_tests],
+                    kafka_env,
+                    logs / "system.log",
+                    procs,
+                )
+            )
 
     print(
-        f"Apache Kafka pass ({' '.join(kafka_tests)}) and Parquet pass ({' '.join(delta_tests)}) run in the "
-        f"background: logs in {logs.relative_to(ROOT)}/, printed after the main pass",
+        f"beside the main pass: the Apache Kafka pass ({' '.join(kafka_tests)}); the Parquet pass "
+        f"({' '.join(delta_tests)}) then the Kafka system tests ({' '.join(system_tests) or 'none'}): "
+        f"logs in {logs.relative_to(ROOT)}/, printed after the main pass",
         flush=True,
     )
-    worker = threading.Thread(target=background, daemon=True)
-    worker.start()
+    workers = [lane("A", lane_a), lane("B", lane_b)]
+    for worker in workers:
+        worker.start()
     started = time.monotonic()
     try:
         main_code = subprocess.call([PYTEST, *pytest_args, *_env_list("MAIN_TEST_ARGS")], cwd=ROOT)
         main_seconds = time.monotonic() - started
-        worker.join()
+        for worker in workers:
+            worker.join()
     except KeyboardInterrupt:
         for proc in procs:
             if proc.poll() is None:
