@@ -60,8 +60,12 @@ def _env_pairs(name: str) -> dict[str, str]:
 
 
 def _last_line(text: str) -> str:
-    lines = [line.strip("= ") for line in text.splitlines() if line.strip()]
-    return lines[-1] if lines else "(no output)"
+    """pytest's closing line (``== 63 passed in ... ==``), else the last line: a client's log line
+    printed as the process exits must not stand in for the pass's result."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    closing = [line for line in lines if line.startswith("=") and " in " in line and line.endswith("=")]
+    chosen = closing[-1] if closing else (lines[-1] if lines else "(no output)")
+    return chosen.strip("= ")
 
 
 def _failure_digest(result: PassResult, limit: int = 60) -> str:
