@@ -8,8 +8,10 @@ The collaborators, one job per module (Kafka Streams' names in brackets):
   punctuate, commit, answer queries; :mod:`edge.runtime.record_order` routes records to tasks;
 * :class:`~edge.runtime.task_manager.TaskManager` (TaskManager) -- active, standby and global tasks:
   creation with restore, commit, rebalance (:mod:`edge.runtime.rebalance` adapts librdkafka's callbacks);
-* :class:`~edge.runtime.commit.Committer` and :class:`~edge.runtime.producer.KafkaCollector`
-  (StreamsProducer, RecordCollector) -- the commit protocol and the producers;
+* :class:`~edge.runtime.streams_producer.StreamsProducer` (StreamsProducer) -- the producers, renewed
+  after a fencing; :class:`~edge.runtime.commit.Committer` and
+  :class:`~edge.runtime.producer.KafkaCollector` (TaskExecutor's commit, RecordCollector) -- the commit
+  protocol and the records sent;
 * :class:`~edge.runtime.restore.ChangelogReader` (the restore consumer of StoreChangelogReader);
 * :class:`~edge.runtime.outage.OutageWatchdog` -- outage and fencing recovery;
 * :class:`~edge.runtime.shutdown.Shutdown` -- what a failure leads to, and the shutdown sequence;
@@ -39,7 +41,7 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka import Consumer, KafkaError
 
 from edge.errors import StreamhouseError
 from edge.kafka import BrokerProfile, KafkaClientConfig
@@ -63,6 +65,7 @@ from edge.runtime.statedir import lock_state_dir, persisted_instance_id, unlock_
 from edge.runtime.stats import CountingHandler, RuntimeStats, build_handler
 from edge.runtime.stores import TaskStoreProvider
 from edge.runtime.stream_thread import Query, StreamThread
+from edge.runtime.streams_producer import StreamsProducer
 from edge.runtime.task_manager import TaskManager
 from edge.runtime.tasks import TaskRegistry
 from edge.runtime.topics import (
@@ -121,12 +124,9 @@ class StreamsApp:
         self.plan: TopicPlan | None = None
         self.task_config: TaskConfig | None = None
         self._client_id = ""
-        self._producer_conf: dict[str, Any] = {}
         self._consumer_base: dict[str, Any] = {}
-        #: the stream thread's producer (transactional under exactly-once; replaced after a long outage)
-        self.producer: Producer | None = None
-        #: output records under at-least-once (reports only failed deliveries; see KafkaCollector)
-        self.sink_producer: Producer | None = None
+        #: the stream thread's producers (transactional under exactly-once; replaced after a fencing)
+        self.producers: StreamsProducer | None = None
         self.collector: KafkaCollector | None = None
         self.consumer: Consumer | None = None
         #: how long the cluster has been unreachable (set up with the consumer's session timeout)
@@ -324,30 +324,17 @@ class StreamsApp:
         if cfg.exactly_once:
             pconf["transactional.id"] = f"{cfg.application_id}-{self.instance_id}"
             pconf["transaction.timeout.ms"] = cfg.transaction_timeout_ms
-        self._producer_conf = pconf
-        self.producer = Producer(pconf)
-        if cfg.exactly_once:
-            try:
-                # fences any previous incarnation with the same transactional.id and aborts its open txn
-                self.producer.init_transactions(60)
-            except KafkaException as exc:
-                raise StreamhouseError(f"could not initialise the transactional producer: {exc}") from exc
-        if not cfg.exactly_once and any(st.sink_topics for st in self.topology.subtopologies()):
-            # output records through a producer that reports only failed deliveries (see KafkaCollector);
-            # its statistics stay away from the watchdog: with no output for a while its connections
-            # close, which is no outage
-            self.sink_producer = Producer(
-                {
-                    **{k: v for k, v in pconf.items() if k not in ("stats_cb", "statistics.interval.ms")},
-                    "error_cb": self.connection_log.on_error,
-                    "delivery.report.only.error": True,
-                }
-            )
-        self.collector = KafkaCollector(
-            self.producer,
+        producers = self.producers = StreamsProducer(
+            pconf,
             exactly_once=cfg.exactly_once,
-            max_message_bytes=int(pconf.get("message.max.bytes", 1_000_000)),
-            sink_producer=self.sink_producer,
+            with_sink_producer=any(st.sink_topics for st in self.topology.subtopologies()),
+            sink_error_cb=self.connection_log.on_error,
+        )
+        self.collector = KafkaCollector(
+            producers.producer,
+            exactly_once=cfg.exactly_once,
+            max_message_bytes=producers.max_message_bytes,
+            sink_producer=producers.sink_producer,
         )
         self.collector.dlq_topics = dlq_topics
         # consumers
@@ -409,7 +396,7 @@ class StreamsApp:
         self.stores = TaskStoreProvider(self.registry, lambda: self.global_state)
         self.committer = Committer(
             self.consumer,
-            self.producer,
+            producers.producer,
             self.collector,
             exactly_once=cfg.exactly_once,
             # a transaction open longer than transaction.timeout.ms is aborted by its coordinator anyway:
@@ -595,17 +582,11 @@ class StreamsApp:
         fenced. ``init_transactions`` on the new one (same transactional.id) aborts whatever is left."""
         if not self.config.exactly_once:
             return
-        old, conf = self.producer, self._producer_conf
-        collector, committer, outage = self.collector, self.committer, self.outage
-        assert old is not None and collector is not None and committer is not None and outage is not None
-        with contextlib.suppress(Exception):
-            old.purge(in_queue=True, in_flight=True, blocking=False)
-        producer = Producer(conf)
-        try:
-            producer.init_transactions(60)
-        except KafkaException as exc:
-            raise StreamhouseError(f"could not initialise the transactional producer again: {exc}") from exc
-        self.producer = producer
+        producers, collector, committer, outage = self.producers, self.collector, self.committer, self.outage
+        assert (
+            producers is not None and collector is not None and committer is not None and outage is not None
+        )
+        producer = producers.renew()
         outage.producer_replaced()
         collector.replace_producer(producer)
         collector.first_error = None
@@ -633,8 +614,7 @@ class StreamsApp:
         for name, action in (
             *tasks_clients,
             ("consumer", lambda: consumer is not None and consumer.close()),
-            ("sink producer", lambda: self.sink_producer is not None and self.sink_producer.flush(5)),
-            ("producer", lambda: self.producer is not None and self.producer.flush(5)),
+            *(self.producers.close_actions() if self.producers is not None else []),
             ("restore", lambda: self.reader is not None and self.reader.close()),
             ("metadata", lambda: self.metadata and self.metadata.stop()),
             ("http", lambda: self.http and self.http.stop()),
@@ -644,7 +624,9 @@ class StreamsApp:
             except Exception:
                 log.exception("closing the %s client failed", name)
         # drop the client handles so librdkafka's threads end now, not whenever the app is collected
-        self.producer = self.sink_producer = self.consumer = None
+        self.consumer = None
+        if self.producers is not None:
+            self.producers.release()
         if self.collector is not None:
             self.collector.release_clients()
         if committer is not None:
