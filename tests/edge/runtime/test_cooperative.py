@@ -94,10 +94,12 @@ HISTORY = 4000
 def stay_bound(client) -> float:  # type: ignore[no-untyped-def]
     """The longest pause a task that stays may see here. Measured on an idle machine: under 0.3 s on
     Apache Kafka; on the embedded broker up to 1 s, as it holds a commit sent during a rebalance until
-    the rebalance completes (its join takes ``session.timeout.ms / 2``). The bound allows for a loaded
-    shared machine stalling everything (the test's own reader included) for a moment; the check that
-    fails for certain under the eager protocol is that the tasks that stay are never opened twice."""
-    return 2.0 if client.profile is BrokerProfile.REAL else 2.5
+    the rebalance completes (its join takes ``session.timeout.ms / 2``). A CI run on a loaded shared
+    machine saw 2.6 s on the embedded broker, the same for every task that stayed (the revocation's
+    commit held for the whole join), so the bound leaves room for that; the figures themselves are
+    measured by ``benchmarks/edge_rebalance_pause.py``. The check that fails for certain under the eager
+    protocol is that the tasks that stay are never opened twice."""
+    return 3.0 if client.profile is BrokerProfile.REAL else 4.0
 
 
 def _all_counted(load: JoinLoad) -> None:
