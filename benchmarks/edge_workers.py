@@ -240,6 +240,43 @@ def busy_cores_now(seconds: float = 2.0) -> float:
     return round((os.cpu_count() or 1) * busy / total, 3) if total else 0.0
 
 
+#: A CPU-bound pure-Python loop (dict and str work like the count's) that prints its rounds per second.
+_SPIN = """
+import sys, time
+end = time.perf_counter() + float(sys.argv[1])
+d, rounds = {}, 0
+while time.perf_counter() < end:
+    for i in range(1000):
+        k = "user-%05d" % (i * 7919 % 10000)
+        d[k] = d.get(k, 0) + 1
+    rounds += 1
+print(rounds / float(sys.argv[1]))
+"""
+
+
+def machine_parallelism(seconds: float = 2.0) -> dict[str, Any]:
+    """How much two CPU-bound processes get out of this machine together against one alone: the ceiling
+    of any 2-worker speedup here. 2.0 on two real cores; less when the virtual CPUs share a physical
+    core (SMT siblings), are throttled, or other load takes a share. One alone, two together, one alone."""
+
+    def spin(n: int) -> list[float]:
+        procs = [
+            subprocess.Popen([sys.executable, "-c", _SPIN, str(seconds)], stdout=subprocess.PIPE, text=True)
+            for _ in range(n)
+        ]
+        return [float(p.communicate()[0]) for p in procs]
+
+    alone = spin(1)
+    together = spin(2)
+    alone += spin(1)
+    one = statistics.mean(alone)
+    return {
+        "one_process_rounds_per_s": [round(x) for x in alone],
+        "two_processes_rounds_per_s": [round(x) for x in together],
+        "ratio_two_to_one": round(sum(together) / one, 2),
+    }
+
+
 # ------------------------------------------------------------------------------------------ one run
 
 
@@ -346,6 +383,14 @@ def main() -> None:
     kind = BrokerKind(args.broker) if args.broker else broker_kind_from_env()
     workdir = Path(tempfile.mkdtemp(prefix="edge-workers-bench-"))
     runs: list[dict[str, Any]] = []
+    if args.quiet_below is not None:
+        wait_quiet(args.quiet_below, args.quiet_wait)
+    parallelism = machine_parallelism()
+    print(
+        f"machine: 2 CPU-bound processes together do {parallelism['ratio_two_to_one']}x the work of one "
+        "alone (the ceiling of any 2-worker speedup here)",
+        flush=True,
+    )
     with local_broker(kind, log_dir=workdir) as broker:
         client = KafkaClientConfig(broker.bootstrap_servers, profile_for(broker.kind))
         source = "bench-workers-in"
@@ -366,6 +411,7 @@ def main() -> None:
     print(f"speedups {speedups}, median {statistics.median(speedups)}x ({kind.value} broker)")
     machine = machine_info()
     name = "edge_workers" if kind is BrokerKind.TANSU else f"edge_workers-{kind.value}"
+    machine["parallelism"] = parallelism
     path = write_results(name, [{**r, "machine": machine} for r in runs])
     print(f"wrote {path}")
 
