@@ -35,6 +35,7 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -191,42 +192,70 @@ def cpu_window(start: CpuSnapshot, end: CpuSnapshot) -> dict[str, Any]:
 
 
 class Sampler:
-    """Snapshots every ``interval_s`` in a thread, for a timeline of the window (who was busy when: a
-    worker idle at the start is one still joining). Reading /proc takes well under a millisecond."""
+    """Snapshots every ``interval_s`` in a thread, for a timeline of the window: who was busy when (a
+    worker idle at the start is one still joining) and how many outputs the sink held (its high
+    watermarks: one small request to the broker per sample). Reading /proc takes well under a ms."""
 
-    def __init__(self, roles: dict[str, int], interval_s: float = 0.5) -> None:
+    def __init__(self, roles: dict[str, int], progress: Callable[[], int], interval_s: float = 0.5) -> None:
         self.roles = roles
+        self.progress = progress
         self.interval_s = interval_s
         self.snapshots: list[CpuSnapshot] = []
+        self.outputs: list[int] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="cpu-sampler", daemon=True)
 
+    def _take(self) -> CpuSnapshot:
+        snap = snapshot(self.roles)
+        self.snapshots.append(snap)
+        self.outputs.append(self.progress())
+        return snap
+
     def start(self) -> CpuSnapshot:
-        self.snapshots.append(snapshot(self.roles))
+        snap = self._take()
         self._thread.start()
-        return self.snapshots[0]
+        return snap
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval_s):
-            self.snapshots.append(snapshot(self.roles))
+            self._take()
 
     def stop(self) -> CpuSnapshot:
         self._stop.set()
         self._thread.join()
-        self.snapshots.append(snapshot(self.roles))
-        return self.snapshots[-1]
+        return self._take()
 
     def timeline(self) -> dict[str, list[float]]:
-        """Each role's cores per interval, and the machine's busy cores, from the window's start."""
-        out: dict[str, list[float]] = {"t_s": [], "machine_busy": []}
+        """Each role's cores per interval, the machine's busy cores and the outputs so far, from the
+        window's start."""
+        out: dict[str, list[float]] = {"t_s": [], "outputs": [], "machine_busy": []}
         first = self.snapshots[0].at
-        for a, b in zip(self.snapshots, self.snapshots[1:], strict=False):
+        for a, b, n in zip(self.snapshots, self.snapshots[1:], self.outputs[1:], strict=False):
             w = cpu_window(a, b)
             out["t_s"].append(round(b.at - first, 2))
+            out["outputs"].append(n)
             out["machine_busy"].append(round(w["machine_busy_cores"], 2))
             for role, p in w["processes"].items():
                 out.setdefault(role, []).append(round(p["cores"], 2))
         return out
+
+    def middle_rate(self, events: int) -> float | None:
+        """Outputs per second between 20 % and 80 % of ``events``: the steady rate, without the start
+        (a worker still joining, a rebalance) or the end (one worker done before the other)."""
+        times = [s.at for s in self.snapshots]
+
+        def crossing(target: float) -> float | None:
+            for (t0, n0), (t1, n1) in zip(
+                zip(times, self.outputs, strict=True),
+                zip(times[1:], self.outputs[1:], strict=True),
+                strict=False,
+            ):
+                if n0 < target <= n1:
+                    return t0 + (t1 - t0) * (target - n0) / (n1 - n0)
+            return None
+
+        lo, hi = crossing(0.2 * events), crossing(0.8 * events)
+        return 0.6 * events / (hi - lo) if lo is not None and hi is not None and hi > lo else None
 
 
 def busy_cores_now(seconds: float = 2.0) -> float:
@@ -313,13 +342,20 @@ def run_once(
         else:
             roles["supervisor"] = proc.pid
             roles.update({f"worker-{i}": pid for i, pid in enumerate(_children(proc.pid))})
-        sampler = Sampler(roles)
+        marks = Consumer(client.consumer(f"bench-marks-{uuid.uuid4().hex[:6]}"))
+        parts = [TopicPartition(sink, p) for p in range(2)]
+
+        def progress() -> int:
+            return sum(marks.get_watermark_offsets(tp, timeout=5, cached=False)[1] for tp in parts)
+
+        sampler = Sampler(roles, progress)
         cpu_start = sampler.start()
         # this consumer would go on prefetching the output in the background: the measuring's CPU
         # should be the wait below, nothing else
         watcher.close()
         watch = wait_for_outputs(client, sink, events, timeout_s=900, alive=lambda: proc.poll() is None)
         cpu_end = sampler.stop()
+        marks.close()
         if not watch.reached:
             raise RuntimeError(f"{watch.seen} of {events} outputs; see {log.name}")
         end = time.perf_counter() - (time.time() - watch.end_wall)
@@ -330,6 +366,7 @@ def run_once(
             watcher.close()
         log.close()
     seconds = end - first
+    middle = sampler.middle_rate(events)
     return result(
         "streamhouse-edge",
         f"count-2p-{workers}worker",
@@ -338,6 +375,7 @@ def run_once(
         workers=workers,
         seconds_first_to_last_output=round(seconds, 3),
         seconds_incl_startup=round(end - started, 3),
+        events_per_s_20_to_80pct=round(middle) if middle else None,
         loadavg_1m_before=loadavg,
         machine_busy_cores_before=busy_before,
         cpu=cpu_window(cpu_start, cpu_end),
@@ -363,7 +401,8 @@ def describe(r: dict[str, Any]) -> str:
         parts.append(f"    {role:<11} {p['cores']:.2f} cores ({threads})")
     return (
         f"{r['workers']} worker(s): {r['events_per_s']:,} events/s "
-        f"({r['seconds_first_to_last_output']} s first to last output, {r['seconds_incl_startup']} s "
+        f"(20-80 %: {r['events_per_s_20_to_80pct'] or 0:,}; "
+        f"{r['seconds_first_to_last_output']} s first to last output, {r['seconds_incl_startup']} s "
         f"with start-up; load {r['loadavg_1m_before']}, {r['machine_busy_cores_before']} cores busy "
         f"before)\n  machine over the window: {cpu['machine_busy_cores']:.2f} of {cpu['machine_cores']} "
         f"cores busy, {cpu['machine_idle_cores']:.2f} idle; ours {cpu['accounted_cores']:.2f}, other "
@@ -404,11 +443,24 @@ def main() -> None:
                 r["broker"] = kind.value
                 print(describe(r), flush=True)
                 pair.append(r)
-            pair[1]["speedup_vs_1"] = round(pair[1]["events_per_s"] / pair[0]["events_per_s"], 2)
-            print(f"2 workers / 1 worker: {pair[1]['speedup_vs_1']}x (target >= 1.7x on 2 cores)", flush=True)
+            one, two = pair
+            two["speedup_vs_1"] = round(two["events_per_s"] / one["events_per_s"], 2)
+            if one["events_per_s_20_to_80pct"] and two["events_per_s_20_to_80pct"]:
+                two["speedup_vs_1_20_to_80pct"] = round(
+                    two["events_per_s_20_to_80pct"] / one["events_per_s_20_to_80pct"], 2
+                )
+            print(
+                f"2 workers / 1 worker: {two['speedup_vs_1']}x, 20-80 %: "
+                f"{two.get('speedup_vs_1_20_to_80pct')}x (target >= 1.7x on 2 cores)",
+                flush=True,
+            )
             runs += pair
     speedups = [r["speedup_vs_1"] for r in runs if "speedup_vs_1" in r]
-    print(f"speedups {speedups}, median {statistics.median(speedups)}x ({kind.value} broker)")
+    middles = [r["speedup_vs_1_20_to_80pct"] for r in runs if "speedup_vs_1_20_to_80pct" in r]
+    print(
+        f"speedups {speedups}, median {statistics.median(speedups)}x; 20-80 %: {middles} "
+        f"({kind.value} broker)"
+    )
     machine = machine_info()
     name = "edge_workers" if kind is BrokerKind.TANSU else f"edge_workers-{kind.value}"
     machine["parallelism"] = parallelism
