@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
 from benchmarks.common import (
     ensure_topics,
@@ -309,11 +309,38 @@ def machine_parallelism(seconds: float = 2.0) -> dict[str, Any]:
 # ------------------------------------------------------------------------------------------ one run
 
 
+def ready_topic(client: KafkaClientConfig, topic: str, timeout_s: float = 30.0) -> None:
+    """Create ``topic`` (2 partitions) and wait until both answer for their offsets: a fresh Apache
+    Kafka broker elects a new partition's leader a moment after the creation returns."""
+    ensure_topics(client, [topic], 2)
+    probe = Consumer(client.consumer(f"bench-ready-{uuid.uuid4().hex[:6]}"))
+    deadline = time.monotonic() + timeout_s
+    try:
+        for p in range(2):
+            while True:
+                try:
+                    probe.get_watermark_offsets(TopicPartition(topic, p), timeout=5, cached=False)
+                    break
+                except KafkaException:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.2)
+    finally:
+        probe.close()
+
+
 def run_once(
-    client: KafkaClientConfig, broker_pid: int, source: str, events: int, workers: int, workdir: Path
+    client: KafkaClientConfig,
+    broker_pid: int,
+    source: str,
+    events: int,
+    workers: int,
+    workdir: Path,
+    settings: list[str] | None = None,
 ) -> dict[str, Any]:
+    """One timed run of the count with ``workers`` workers; ``settings`` are extra ``-c key=value``."""
     sink = f"bench-workers-out-{uuid.uuid4().hex[:8]}"
-    ensure_topics(client, [sink], 2)
+    ready_topic(client, sink)
     env = {**os.environ, "BENCH_IN": source, "BENCH_OUT": sink}
     tag = f"w{workers}-{uuid.uuid4().hex[:6]}"
     cmd = [
@@ -321,6 +348,7 @@ def run_once(
         "--application-id", f"bench-workers-{tag}",
         "--bootstrap-servers", client.bootstrap_servers, "--state-dir", str(workdir / tag),
         "--workers", str(workers), "-c", "commit.interval.ms=1000", "--log-level", "WARNING",
+        *[arg for kv in settings or [] for arg in ("-c", kv)],
     ]  # fmt: skip
     loadavg = round(os.getloadavg()[0], 2)
     busy_before = busy_cores_now()
@@ -418,6 +446,10 @@ def main() -> None:
                     help="the local broker (default: $STREAMHOUSE_BROKER_KIND, else tansu)")  # fmt: skip
     ap.add_argument("--quiet-below", type=float, default=None, help="wait for a load average under this")
     ap.add_argument("--quiet-wait", type=float, default=120.0)
+    ap.add_argument(
+        "-c", dest="settings", action="append", default=[], metavar="KEY=VALUE",
+        help="a setting for both runs, as for edge run (a variant: named in the result file)",
+    )  # fmt: skip
     args = ap.parse_args()
     kind = BrokerKind(args.broker) if args.broker else broker_kind_from_env()
     workdir = Path(tempfile.mkdtemp(prefix="edge-workers-bench-"))
@@ -433,14 +465,16 @@ def main() -> None:
     with local_broker(kind, log_dir=workdir) as broker:
         client = KafkaClientConfig(broker.bootstrap_servers, profile_for(broker.kind))
         source = "bench-workers-in"
+        ready_topic(client, source)
         prepare_input(client, source, args.events, partitions=2)
         for _ in range(args.runs):
             pair = []
             for workers in (1, 2):
                 if args.quiet_below is not None:
                     wait_quiet(args.quiet_below, args.quiet_wait)
-                r = run_once(client, broker.info.pid, source, args.events, workers, workdir)
+                r = run_once(client, broker.info.pid, source, args.events, workers, workdir, args.settings)
                 r["broker"] = kind.value
+                r["settings"] = args.settings
                 print(describe(r), flush=True)
                 pair.append(r)
             one, two = pair
@@ -463,6 +497,8 @@ def main() -> None:
     )
     machine = machine_info()
     name = "edge_workers" if kind is BrokerKind.TANSU else f"edge_workers-{kind.value}"
+    if args.settings:
+        name += "-" + "-".join(re.sub(r"[^A-Za-z0-9]+", "", kv) for kv in args.settings)
     machine["parallelism"] = parallelism
     path = write_results(name, [{**r, "machine": machine} for r in runs])
     print(f"wrote {path}")
