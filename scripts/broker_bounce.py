@@ -445,6 +445,8 @@ ERROR_PATTERNS = (
     ("producer replaced", r"new transactional producer replaces"),
     ("fenced", r"WARNING exactly-once: the transactional producer (?:of before the outage )?was fenced"),
     ("txn call retried", r"failed with a retriable error"),
+    ("producer stuck", r"WARNING exactly-once: the transactional producer's \S+ did not return within"),
+    ("stream thread failed", r"stream thread failed|shutting this instance down"),
     ("thread replaced", r"replacing it: resuming"),
 )
 
