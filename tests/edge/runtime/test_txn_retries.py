@@ -159,3 +159,37 @@ def test_a_fatal_abort_is_a_fatal_producer_not_a_stop() -> None:
 
     assert outage(True).tasks_migrated(ProducerFatalError("x"))
     assert not outage(False).tasks_migrated(ProducerFatalError("x"))
+
+
+def test_a_send_offsets_call_that_never_returns_abandons_the_producer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """librdkafka's send_offsets_to_transaction can wait for ever for a group coordinator that left the
+    cluster (confluentinc/librdkafka#5456, #5511; tests/edge/runtime/test_eos_coordinator_stop.py has
+    it on a 3-node cluster): the committer gives up after the call's timeout plus a grace, with the
+    fatal-producer error that resumes the tasks with a new producer, instead of blocking for good."""
+    import threading
+
+    from edge.runtime import commit
+
+    monkeypatch.setattr(commit, "STUCK_GRACE_S", 0.3)
+    release = threading.Event()
+
+    class _Stuck(_Producer):
+        def send_offsets_to_transaction(self, tps: object, group: object, timeout: float) -> None:
+            self._call("send_offsets")
+            release.wait(30)  # as librdkafka's RD_POLL_INFINITE wait, until the test ends
+
+    producer = _Stuck({})
+    committer = _committer(producer, timeout_s=0.5)
+    started = time.monotonic()
+    try:
+        with pytest.raises(ProducerFatalError, match=r"send_offsets_to_transaction did not return"):
+            committer.commit([_Task()])  # type: ignore[list-item]
+        assert time.monotonic() - started < 3
+        assert committer.fatal and not committer.txn_open
+        assert producer.calls == ["begin", "send_offsets"]  # neither retried nor committed
+        committer.abort()  # the stuck producer is not asked again: librdkafka would refuse it anyway
+        assert "abort" not in producer.calls
+    finally:
+        release.set()
