@@ -35,6 +35,7 @@ import contextlib
 import logging
 import queue
 import threading
+import time
 import uuid
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
@@ -586,6 +587,7 @@ class StreamsApp:
         assert (
             producers is not None and collector is not None and committer is not None and outage is not None
         )
+        started = time.monotonic()
         producer = producers.renew()
         outage.producer_replaced()
         collector.replace_producer(producer)
@@ -594,7 +596,13 @@ class StreamsApp:
         committer.producer = producer
         committer.txn_open = False
         committer.fatal = False
-        log.info("exactly-once: a new transactional producer replaces the one of before the outage")
+        # init_transactions waits for the coordinator to abort the old producer's transaction, which
+        # needs every partition it wrote to have a leader: after a broker failure, most of the stall
+        log.info(
+            "exactly-once: a new transactional producer replaces the one of before the outage "
+            "(init_transactions took %.1f s)",
+            time.monotonic() - started,
+        )
 
     def _release_resources(self) -> None:
         """Close every client (the stream thread's, the standby and global ones, restore, metadata, HTTP)
