@@ -295,7 +295,8 @@ class Committer:
         one is in progress), so it is abandoned to the helper thread, which keeps it alive until the call
         ends, if ever: the tasks close without a commit and resume with a new producer, whose
         ``init_transactions`` fences this one and aborts its transaction, as after any fatal producer
-        error. The helper thread costs ~0.1 ms per commit, beside a commit's round trips."""
+        error. The helper thread costs about 0.14 ms per commit (measured on the loaded 2-core machine),
+        beside a commit's round trips to the coordinators."""
         outcome: list[BaseException] = []
         done = threading.Event()
 
