@@ -52,6 +52,12 @@ MIGRATED_CODES = frozenset(
         KafkaError._TIMED_OUT,
         KafkaError._MSG_TIMED_OUT,
         KafkaError._WAIT_COORD,
+        # a transactional call's retriable coordinator error still there at the commit's deadline
+        # (commit.RETRIABLE_TXN_CODES; a CI run's hard bounce of the controller: CONCURRENT_TRANSACTIONS
+        # from AddOffsetsToTxn for the whole 10 s stopped the instance): Kafka Streams' producer retries
+        # them until its timeout, and under exactly-once that TimeoutException is TaskCorruptedException
+        KafkaError.CONCURRENT_TRANSACTIONS,
+        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
     }
 )
 

@@ -122,6 +122,32 @@ def test_retries_end_at_the_deadline() -> None:
     assert "commit" not in producer.calls
 
 
+@pytest.mark.parametrize(
+    "code", [KafkaError.CONCURRENT_TRANSACTIONS, KafkaError.COORDINATOR_LOAD_IN_PROGRESS]
+)
+def test_a_retriable_coordinator_error_left_at_the_deadline_is_task_migration(code: int) -> None:
+    """A CI run's hard bounce of the controller: AddOffsetsToTxn answered CONCURRENT_TRANSACTIONS until
+    the commit's deadline, and the error that then reached the stream thread stopped the instance. It is
+    task migration (tasks closed without a commit, resumed from the last one), as Kafka Streams turns its
+    producer's timeout under exactly-once into TaskCorruptedException."""
+    from edge.runtime.connectivity import ClusterWatchdog, ConnectionLogLimiter
+    from edge.runtime.outage import OutageWatchdog
+
+    producer = _Producer({"send_offsets": [KafkaError(code, "coordinator busy")] * 1000})
+    with pytest.raises(KafkaException) as raised:
+        _committer(producer, timeout_s=0.3).commit([_Task()])  # type: ignore[list-item]
+    outage = OutageWatchdog(
+        ClusterWatchdog(lost_after_s=45.0, give_up_after_s=300.0),
+        ConnectionLogLimiter(),
+        bootstrap_servers="127.0.0.1:9092",
+        exactly_once=True,
+        transaction_timeout_ms=10_000,
+        cluster_unavailable_timeout_ms=300_000,
+        closing=lambda: False,
+    )
+    assert outage.tasks_migrated(raised.value)
+
+
 def test_an_abortable_error_is_not_retried_but_aborts() -> None:
     err = KafkaError(KafkaError.INVALID_TXN_STATE, "abortable", txn_requires_abort=True)
     producer = _Producer({"commit": [err]})
