@@ -17,6 +17,8 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 from edge.runtime.commit import Committer, ProducerFatalError, TransactionAbortedError
+from edge.runtime.connectivity import ClusterWatchdog, ConnectionLogLimiter
+from edge.runtime.outage import OutageWatchdog
 
 
 class _Producer:
@@ -89,6 +91,19 @@ class _Task:
         pass
 
 
+def _outage(*, exactly_once: bool) -> OutageWatchdog:
+    """The stream thread's judge of which errors are task migration, with Kafka Streams' defaults."""
+    return OutageWatchdog(
+        ClusterWatchdog(lost_after_s=45.0, give_up_after_s=300.0),
+        ConnectionLogLimiter(),
+        bootstrap_servers="127.0.0.1:9092",
+        exactly_once=exactly_once,
+        transaction_timeout_ms=10_000,
+        cluster_unavailable_timeout_ms=300_000,
+        closing=lambda: False,
+    )
+
+
 def _committer(producer: _Producer, timeout_s: float = 10.0) -> Committer:
     return Committer(_Consumer(), producer, _Collector(), exactly_once=True, timeout_s=timeout_s)  # type: ignore[arg-type]
 
@@ -130,22 +145,10 @@ def test_a_retriable_coordinator_error_left_at_the_deadline_is_task_migration(co
     the commit's deadline, and the error that then reached the stream thread stopped the instance. It is
     task migration (tasks closed without a commit, resumed from the last one), as Kafka Streams turns its
     producer's timeout under exactly-once into TaskCorruptedException."""
-    from edge.runtime.connectivity import ClusterWatchdog, ConnectionLogLimiter
-    from edge.runtime.outage import OutageWatchdog
-
     producer = _Producer({"send_offsets": [KafkaError(code, "coordinator busy")] * 1000})
     with pytest.raises(KafkaException) as raised:
         _committer(producer, timeout_s=0.3).commit([_Task()])  # type: ignore[list-item]
-    outage = OutageWatchdog(
-        ClusterWatchdog(lost_after_s=45.0, give_up_after_s=300.0),
-        ConnectionLogLimiter(),
-        bootstrap_servers="127.0.0.1:9092",
-        exactly_once=True,
-        transaction_timeout_ms=10_000,
-        cluster_unavailable_timeout_ms=300_000,
-        closing=lambda: False,
-    )
-    assert outage.tasks_migrated(raised.value)
+    assert _outage(exactly_once=True).tasks_migrated(raised.value)
 
 
 def test_an_abortable_error_is_not_retried_but_aborts() -> None:
@@ -169,22 +172,8 @@ def test_a_fatal_abort_is_a_fatal_producer_not_a_stop() -> None:
     committer.abort()  # a fatal producer is not asked again
     assert producer.calls.count("abort") == 1
 
-    from edge.runtime.connectivity import ClusterWatchdog, ConnectionLogLimiter
-    from edge.runtime.outage import OutageWatchdog
-
-    def outage(eos: bool) -> OutageWatchdog:
-        return OutageWatchdog(
-            ClusterWatchdog(lost_after_s=45.0, give_up_after_s=300.0),
-            ConnectionLogLimiter(),
-            bootstrap_servers="127.0.0.1:9092",
-            exactly_once=eos,
-            transaction_timeout_ms=10_000,
-            cluster_unavailable_timeout_ms=300_000,
-            closing=lambda: False,
-        )
-
-    assert outage(True).tasks_migrated(ProducerFatalError("x"))
-    assert not outage(False).tasks_migrated(ProducerFatalError("x"))
+    assert _outage(exactly_once=True).tasks_migrated(ProducerFatalError("x"))
+    assert not _outage(exactly_once=False).tasks_migrated(ProducerFatalError("x"))
 
 
 def test_a_send_offsets_call_that_never_returns_abandons_the_producer(
