@@ -494,7 +494,7 @@ class StreamsApp:
             queries=self._queries,
             replace_producer=self._replace_producer,
         )
-        self._stream.join_state = self.join_state
+        self._stream.listener.join_state = self.join_state
 
     def _probe_exactly_once(self) -> None:
         """Warn when exactly-once runs on a broker that shows aborted records to read_committed readers

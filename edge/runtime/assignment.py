@@ -92,11 +92,26 @@ class JoinStateWatcher:
         self.joining = False
         #: librdkafka's join state ("init" before the member ever joined)
         self.state = "init"
+        #: JoinGroups the member sent (transitions into ``wait-join``)
+        self.joins = 0
+        #: :attr:`joins` when the member last revoked partitions under the cooperative protocol
+        self._revoked_at_join: int | None = None
+
+    def revoked(self) -> None:
+        """The member gave up partitions in a cooperative rebalance: librdkafka rejoins at once, but its
+        join state reads ``steady`` until the log line of that rejoin reaches the consuming thread."""
+        self._revoked_at_join = self.joins
 
     @property
     def in_group_rebalance(self) -> bool:
-        """Is the member inside a rebalance of its group (a JoinGroup sent, its outcome not applied)?"""
-        return self.state not in ("init", "steady")
+        """Is the member inside a rebalance of its group (a JoinGroup sent, its outcome not applied, or
+        partitions revoked and the rejoin that follows not sent yet)?
+
+        A member leaving after a cooperative revocation but before its rejoin leaves the rebalance half
+        done: the embedded broker then never completes it (the other members loop on "rebalance in
+        progress")."""
+        rejoin_pending = self._revoked_at_join is not None and self.joins <= self._revoked_at_join
+        return rejoin_pending or self.state not in ("init", "steady")
 
     def log(self, level: int, msg: str, *args: Any, **kwargs: Any) -> None:
         # confluent-kafka maps librdkafka's syslog levels to Python's: its debug lines arrive as DEBUG
@@ -105,6 +120,7 @@ class JoinStateWatcher:
         if match is not None:
             self.state = match.group(2)
             self.joining = self.state != "steady"
+            self.joins += self.state == "wait-join"
             return
         if level > logging.DEBUG:
             self._forward.log(level, msg, *args, **kwargs)

@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 from confluent_kafka import Consumer, TopicPartition
 
+from edge.runtime.assignment import JoinStateWatcher
 from edge.runtime.task_manager import TaskManager
 
 log = logging.getLogger(__name__)
@@ -40,6 +41,9 @@ class RebalanceListener:
         self.version = 0
         #: between a revocation and the next assignment (leaving the group then confuses some brokers)
         self.in_rebalance = False
+        #: the member's join state (cooperative protocol; set by the app): a cooperative revocation is
+        #: followed by a rejoin, and the member is inside a rebalance until that rejoin completes
+        self.join_state: JoinStateWatcher | None = None
 
     def on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         self._run(self.tasks.handle_assignment, consumer, partitions, revoke=False)
@@ -55,6 +59,8 @@ class RebalanceListener:
     ) -> None:
         self.version += 1
         self.in_rebalance = revoke
+        if revoke and partitions and self.join_state is not None and self.tasks.protocol.cooperative:
+            self.join_state.revoked()
         if self._closing() and not revoke:
             return
         try:

@@ -30,7 +30,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException
 
 from edge.kafka import KafkaClientConfig
-from edge.runtime.assignment import MAX_COMMIT_DEFERRAL_S, JoinStateWatcher
+from edge.runtime.assignment import MAX_COMMIT_DEFERRAL_S
 from edge.runtime.commit import Committer, ProducerFencedError
 from edge.runtime.config import REPLACE_THREAD, SHUTDOWN_CLIENT, StreamsConfig
 from edge.runtime.connectivity import ClusterUnavailableError
@@ -101,9 +101,6 @@ class StreamThread:
         #: an exception raised inside a librdkafka callback (rebalance, statistics), re-raised by the loop
         #: after ``consume()`` returns
         self.callback_error: BaseException | None = None
-        #: the member is (re)joining the group (librdkafka's join state): a periodic offset commit would
-        #: wait for the join to complete, so it is put off (cooperative, at-least-once); set by the app
-        self.join_state: JoinStateWatcher | None = None
         #: when the periodic commit was first put off for a join (None: it is not)
         self._commit_deferred_since: float | None = None
         self.listener = RebalanceListener(tasks, closing=closing.is_set, on_error=self.report_callback_error)
@@ -271,7 +268,7 @@ class StreamThread:
         """Would an offset commit now wait for the group's join to complete? (Cooperative protocol,
         at-least-once: see :class:`~edge.runtime.assignment.JoinStateWatcher`.) Never put off for longer
         than :data:`~edge.runtime.assignment.MAX_COMMIT_DEFERRAL_S`."""
-        joining = self.join_state is not None and self.join_state.joining
+        joining = self.listener.join_state is not None and self.listener.join_state.joining
         if not (self.listener.in_rebalance or joining):
             self._commit_deferred_since = None
             return False
@@ -399,11 +396,12 @@ class StreamThread:
         the next assignment (the remaining members loop on "rebalance in progress"), so a shutdown that
         starts inside a rebalance first rejoins (taking no tasks: the instance is closing), then leaves.
         Under the cooperative protocol a member is also inside a rebalance from the moment it sends its
-        JoinGroup (librdkafka's join state), with no revocation before it.
+        JoinGroup (librdkafka's join state), with no revocation before it, and from a revocation of
+        partitions until the rejoin that follows it (a zombie fenced right after handing tasks over).
         """
 
         def rebalancing() -> bool:
-            joining = self.join_state is not None and self.join_state.in_group_rebalance
+            joining = self.listener.join_state is not None and self.listener.join_state.in_group_rebalance
             return self.listener.in_rebalance or joining
 
         if not rebalancing():

@@ -27,6 +27,9 @@ T = TypeVar("T")
 KEYS_PER_PARTITION = 4
 #: the input and output topics' config: the broker stamps each record with its append time
 APPEND_TIME = {"message.timestamp.type": "LogAppendTime"}
+#: a request the broker leaves unanswered for 15 s is sent again on a new connection, and sending it again
+#: cannot write a record twice (the counts the tests compare are exact)
+_RESILIENT = {"enable.idempotence": True, "socket.timeout.ms": 15_000}
 
 
 class JoinLoad:
@@ -60,7 +63,8 @@ class JoinLoad:
         #: outputs the broker stamped with their append time (the rest are timed as read)
         self.append_stamped = 0
         self.reader = OutputReader(client, out_topic, group, committed=False)
-        self._producer = Producer(client.producer(**{"linger.ms": 0}))
+        self._client = client
+        self._producer = Producer(client.producer(**{"linger.ms": 0, **_RESILIENT}))
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._produce, name="join-load", daemon=True)
         self._reading = threading.Event()
@@ -105,15 +109,20 @@ class JoinLoad:
 
     def preload(self, per_partition: int, keys: int) -> None:
         """Produce a history first (``keys`` keys per partition): state for a joining instance to take
-        over. Counted in :meth:`expected` like the steady input."""
+        over. Counted in :meth:`expected` like the steady input.
+
+        Batched on a producer of its own: the steady producer sends every record at once (``linger.ms=0``),
+        and tens of thousands of those pipelined on one connection once stalled the embedded broker's
+        replies for over a minute."""
+        history = Producer(self._client.producer(**{"linger.ms": 20, **_RESILIENT}))
         for i in range(per_partition):
             for p in range(self.partitions):
                 key = f"p{p}-h{i % keys}"
-                self._producer.produce(self.in_topic, b"1", key.encode(), partition=p)
+                history.produce(self.in_topic, b"1", key.encode(), partition=p)
                 self.sent[key] = self.sent.get(key, 0) + 1
             if i % 500 == 0:
-                self._producer.poll(0)
-        assert self._producer.flush(120) == 0, "the history was not delivered within 120 s"
+                history.poll(0)
+        assert history.flush(120) == 0, "the history was not delivered within 120 s"
 
     def _produce(self) -> None:
         i = 0

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+from confluent_kafka import TopicPartition
+
 from edge.runtime.assignment import (
     COOPERATIVE,
     EAGER,
     JoinStateWatcher,
+    RebalanceProtocol,
     choose_protocol,
     standby_order,
     with_cgrp_debug,
 )
 from edge.runtime.metadata import InstanceInfo
+from edge.runtime.rebalance import RebalanceListener
 from edge.runtime.standby import standby_wanted
 from edge.runtime.warmup import predict_moves
 
@@ -84,6 +88,60 @@ def test_the_join_state_watcher_follows_librdkafkas_join_state_and_forwards_othe
     assert not watcher.joining and not watcher.in_group_rebalance
     watcher.log(30, fmt, "FAIL", "c#1", "broker down")
     assert forward.lines == ["FAIL [c#1] broker down"]  # debug lines are not forwarded
+
+
+def test_a_cooperative_revocation_is_inside_a_rebalance_until_the_rejoin_after_it_completes():
+    """librdkafka rejoins right after a cooperative revocation, but the join state reaches the consuming
+    thread only with the next ``consume()``: a member fenced in between must not read "steady"."""
+    watcher = JoinStateWatcher(_Lines())
+    fmt = "%s [%s] %s"
+
+    def state(change: str) -> None:
+        watcher.log(10, fmt, "CGRPJOINSTATE", "c#1", f'Group "g" changed join state {change} (state up)')
+
+    for change in ("init -> wait-join", "wait-join -> wait-sync", "wait-sync -> wait-assign-call"):
+        state(change)
+    state("wait-assign-call -> steady")
+    assert not watcher.in_group_rebalance
+    state("steady -> init")
+    state("init -> wait-join")
+    state("wait-join -> wait-sync")
+    state("wait-sync -> wait-unassign-call")
+    watcher.revoked()  # the revocation callback, then "assigned 0 more"
+    state("wait-unassign-call -> wait-incr-unassign-to-complete")
+    state("wait-incr-unassign-to-complete -> wait-assign-call")
+    state("wait-assign-call -> steady")
+    assert watcher.in_group_rebalance  # the rejoin is still to come
+    state("steady -> init")
+    assert watcher.in_group_rebalance
+    state("init -> wait-join")
+    assert watcher.in_group_rebalance
+    state("wait-join -> wait-sync")
+    state("wait-sync -> wait-assign-call")
+    state("wait-assign-call -> steady")
+    assert not watcher.in_group_rebalance
+
+
+def test_the_rebalance_listener_marks_only_cooperative_revocations_of_partitions():
+    class _Tasks:
+        def __init__(self, strategy: str) -> None:
+            self.protocol = RebalanceProtocol(strategy, "test")
+            self.revoked: list = []
+
+        def handle_revocation(self, consumer: object, partitions: list) -> None:
+            self.revoked.append(partitions)
+
+    for strategy, partitions, expected in (
+        (COOPERATIVE, [TopicPartition("t", 0)], True),
+        (COOPERATIVE, [], False),
+        (EAGER, [TopicPartition("t", 0)], False),
+    ):
+        tasks = _Tasks(strategy)
+        listener = RebalanceListener(tasks, closing=lambda: False, on_error=lambda exc: None)  # type: ignore[arg-type]
+        listener.join_state = JoinStateWatcher(_Lines())
+        listener.on_revoke(None, partitions)  # type: ignore[arg-type]
+        assert tasks.revoked == [partitions]
+        assert listener.join_state.in_group_rebalance is expected, (strategy, partitions)
 
 
 def test_cgrp_debug_keeps_the_users_debug_contexts():
