@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from edge.errors import StreamhouseError
 from edge.processor.record import Headers
+
+
+class CollectorUnusableError(StreamhouseError):
+    """The collector cannot take records any more, for a reason of its own (its producer's state), not
+    the record's: raised past the processing exception handler to the stream thread, as Kafka Streams'
+    ``ProcessorNode.process`` rethrows the RecordCollector's TaskMigratedException rather than handing
+    it to the ``ProcessingExceptionHandler`` (a log-and-continue handler would drop every record after
+    it)."""
 
 
 class RecordCollector(Protocol):

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from edge.errors import SerdeError, TopologyError
 from edge.processor.api import PunctuationType, Punctuator, StreamTimeListener
+from edge.processor.collector import CollectorUnusableError
 from edge.processor.context import NodeContext
 from edge.processor.handlers import ErrorAction, ErrorContext, ErrorKind, ProcessingFailed
 from edge.processor.punctuation import PunctuationQueue, PunctuationSchedule
@@ -42,6 +43,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+#: raised through the processing exception handler: a handler's own FAIL, and a collector that can take
+#: no more records (its producer's transaction failed: task migration, not the record's fault)
+_NOT_THE_RECORDS_FAULT = (ProcessingFailed, CollectorUnusableError)
 
 _new = object.__new__
 
@@ -383,7 +387,7 @@ class StreamTask:
         record.headers = headers
         try:
             source.forward(record)
-        except ProcessingFailed:
+        except _NOT_THE_RECORDS_FAULT:
             raise
         except Exception as exc:
             self._handle(ErrorKind.PROCESSING, exc, self._failing_node(exc))
@@ -476,7 +480,7 @@ class StreamTask:
             record.headers = headers
             try:
                 source.forward(record)
-            except ProcessingFailed:
+            except _NOT_THE_RECORDS_FAULT:
                 raise
             except Exception as exc:
                 handle(ErrorKind.PROCESSING, exc, self._failing_node(exc))
@@ -508,7 +512,7 @@ class StreamTask:
                 from edge.processor.timestamps import to_epoch_ms
 
                 ts = to_epoch_ms(ts)
-        except ProcessingFailed:
+        except _NOT_THE_RECORDS_FAULT:
             raise
         except Exception as exc:
             self._handle(ErrorKind.DESERIALIZATION, exc, source.name)  # counts the dropped record
@@ -599,7 +603,7 @@ class StreamTask:
         record.headers = rec.headers
         try:
             rec.source.forward(record)
-        except ProcessingFailed:
+        except _NOT_THE_RECORDS_FAULT:
             raise
         except Exception as exc:
             self._handle(ErrorKind.PROCESSING, exc, self._failing_node(exc))
@@ -679,7 +683,7 @@ class StreamTask:
                 meta.key_bytes = meta.value_bytes = None
                 try:
                     listener.callback(new_time)
-                except ProcessingFailed:
+                except _NOT_THE_RECORDS_FAULT:
                     raise
                 except Exception as exc:
                     self._handle(ErrorKind.PROCESSING, exc, listener.node.node_name)
@@ -733,7 +737,7 @@ class StreamTask:
             meta.key_bytes = meta.value_bytes = None
             try:
                 schedule.punctuator(now)
-            except ProcessingFailed:
+            except _NOT_THE_RECORDS_FAULT:
                 raise
             except Exception as exc:
                 self._handle(ErrorKind.PROCESSING, exc, schedule.node.node_name)

@@ -39,7 +39,7 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from edge.errors import StreamhouseError
-from edge.runtime.producer import KafkaCollector, is_fenced
+from edge.runtime.producer import KafkaCollector, ProducerFatalError, is_fenced
 from edge.runtime.tasks import ActiveTask
 
 log = logging.getLogger(__name__)
@@ -54,14 +54,6 @@ class ProducerFencedError(StreamhouseError):
     def __init__(self, message: str, *, txn_age_s: float | None = None) -> None:
         super().__init__(message)
         self.txn_age_s = txn_age_s
-
-
-class ProducerFatalError(StreamhouseError):
-    """The transactional producer hit a fatal error other than fencing (librdkafka: INVALID_TXN_STATE
-    ending a transaction that a timed-out batch had already doomed, during a coordinator failover). The
-    producer can do nothing more; the tasks close without a commit and a new producer takes over
-    (``init_transactions`` bumps the epoch and aborts what is left), as Kafka Streams does for a
-    producer it cannot use (``TaskManager.handleLostAll`` -> ``reInitializeProducer``)."""
 
 
 class TransactionAbortedError(StreamhouseError):

@@ -31,6 +31,7 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 
 from edge.errors import StreamhouseError
 from edge.kafka.admin import topic_partitions
+from edge.processor.collector import CollectorUnusableError
 from edge.processor.record import Headers
 
 log = logging.getLogger(__name__)
@@ -39,6 +40,29 @@ HEADER_TRUNCATED = "__streamhouse.errors.value.truncated"
 HEADER_ORIGINAL_SIZE = "__streamhouse.errors.value.size"
 #: room left for the record batch framing when sizing a dead letter against ``message.max.bytes``
 _FRAMING_BYTES = 1024
+
+
+class ProducerFatalError(CollectorUnusableError):
+    """The transactional producer can do nothing more: a fatal error other than fencing (librdkafka:
+    INVALID_TXN_STATE ending a transaction that a timed-out batch had already doomed, during a
+    coordinator failover), a transactional call stuck in librdkafka, or a transaction that failed under
+    it (``produce()`` then answers ``_STATE``). The tasks close without a commit and a new producer takes
+    over (``init_transactions`` bumps the epoch and aborts what is left), as Kafka Streams does for a
+    producer it cannot use (``TaskManager.handleLostAll`` -> ``reInitializeProducer``)."""
+
+
+def _raise_if_transaction_failed(exc: KafkaException, topic: str) -> None:
+    """librdkafka's ``produce()`` refuses every record with ``_STATE`` once the open transaction failed
+    (an abortable error: seen in a clean bounce of the write leader, OUT_OF_ORDER_SEQUENCE_NUMBER
+    "requires epoch bump"). Kafka Streams gets the same error from the failed batch's callback
+    (``RecordCollectorImpl.recordSendError``: OutOfOrderSequenceException and the fencing errors are
+    TaskMigratedException)."""
+    err = exc.args[0] if exc.args else None
+    if isinstance(err, KafkaError) and err.code() == KafkaError._STATE:
+        raise ProducerFatalError(
+            f"the transactional producer refused a record for {topic!r} ({err.str()}): its transaction "
+            "failed (the client log's TXNERR line says why)"
+        ) from exc
 
 
 class ProducerSendError(StreamhouseError):
@@ -119,28 +143,32 @@ class KafkaCollector:
         # positional arguments: confluent-kafka parses keywords ~0.3 us slower per call (measured);
         # the order is produce(topic, value, key, partition, callback, on_delivery, timestamp, headers)
         try:
-            self._produce_sink(
-                topic,
-                value,
-                key,
-                -1 if partition is None else partition,
-                self._sink_cb,
-                None,
-                timestamp if timestamp > 0 else 0,
-                headers,
-            )
-        except BufferError:
-            self.sink_producer.poll(0.5)
-            self._produce_sink(
-                topic,
-                value,
-                key,
-                -1 if partition is None else partition,
-                self._sink_cb,
-                None,
-                timestamp if timestamp > 0 else 0,
-                headers,
-            )
+            try:
+                self._produce_sink(
+                    topic,
+                    value,
+                    key,
+                    -1 if partition is None else partition,
+                    self._sink_cb,
+                    None,
+                    timestamp if timestamp > 0 else 0,
+                    headers,
+                )
+            except BufferError:
+                self.sink_producer.poll(0.5)
+                self._produce_sink(
+                    topic,
+                    value,
+                    key,
+                    -1 if partition is None else partition,
+                    self._sink_cb,
+                    None,
+                    timestamp if timestamp > 0 else 0,
+                    headers,
+                )
+        except KafkaException as exc:
+            _raise_if_transaction_failed(exc, topic)
+            raise
         self.sent += 1
 
     # -- dead letters ---------------------------------------------------------------------------------
@@ -183,6 +211,8 @@ class KafkaCollector:
                 self._poll(0.5)
                 self._produce(topic, value, key, **kwargs)
         except (KafkaException, BufferError, ValueError, TypeError) as exc:
+            if isinstance(exc, KafkaException):
+                _raise_if_transaction_failed(exc, topic)
             self.dlq_failed += 1
             log.error(
                 "could not send the dead letter for %s to %s (%s); it is lost, processing continues",
@@ -226,24 +256,32 @@ class KafkaCollector:
         self.marker_due.add((topic, partition))
         # one frame and positional arguments: this runs once per store write (see ``send``)
         try:
-            self._produce(
-                topic, value, key, partition, self._changelog_cb, None, timestamp if timestamp > 0 else 0
-            )
-        except BufferError:
-            self._poll(0.5)
-            self._produce(
-                topic, value, key, partition, self._changelog_cb, None, timestamp if timestamp > 0 else 0
-            )
+            try:
+                self._produce(
+                    topic, value, key, partition, self._changelog_cb, None, timestamp if timestamp > 0 else 0
+                )
+            except BufferError:
+                self._poll(0.5)
+                self._produce(
+                    topic, value, key, partition, self._changelog_cb, None, timestamp if timestamp > 0 else 0
+                )
+        except KafkaException as exc:
+            _raise_if_transaction_failed(exc, topic)
+            raise
 
     def send_marker(self, topic: str, partition: int, key: bytes, value: bytes) -> None:
         """A commit marker (:mod:`edge.runtime.markers`): acknowledged like a changelog record, so the
         checkpoint ends on it."""
         self.marker_due.discard((topic, partition))
         try:
-            self._produce(topic, value, key, partition, self._on_changelog_delivery)
-        except BufferError:
-            self._poll(0.5)
-            self._produce(topic, value, key, partition, self._on_changelog_delivery)
+            try:
+                self._produce(topic, value, key, partition, self._on_changelog_delivery)
+            except BufferError:
+                self._poll(0.5)
+                self._produce(topic, value, key, partition, self._on_changelog_delivery)
+        except KafkaException as exc:
+            _raise_if_transaction_failed(exc, topic)
+            raise
 
     def changelog_sink(self) -> ChangelogSinkAdapter:
         return ChangelogSinkAdapter(self)

@@ -9,6 +9,7 @@ from edge.processor import (
     ProcessingFailed,
     StreamsConfig,
 )
+from edge.processor.collector import CollectorUnusableError
 from edge.processor.handlers import (
     HEADER_EXCEPTION,
     HEADER_MESSAGE,
@@ -84,3 +85,21 @@ def test_dead_letter_topic_gets_original_bytes_and_error_headers():
     assert first[HEADER_TIMESTAMP] == b"7"
     assert second[HEADER_EXCEPTION] == b"builtins.ZeroDivisionError"
     assert b"division" in second[HEADER_MESSAGE] and second[HEADER_OFFSET] == b"1"
+
+
+def test_a_collector_that_can_take_no_more_records_is_not_the_records_fault():
+    """Kafka Streams' ProcessorNode rethrows the RecordCollector's TaskMigratedException instead of handing
+    it to the ProcessingExceptionHandler: a producer whose transaction failed must reach the stream thread
+    (task migration), not be logged and skipped record by record."""
+
+    def refuse(v):
+        raise CollectorUnusableError("the transactional producer refused a record: its transaction failed")
+
+    b = StreamsBuilder()
+    b.stream("in", Consumed.with_(S, L)).map_values(refuse).to("out")
+    handler = LogAndContinueHandler()
+    config = StreamsConfig(
+        "errs", default_key_serde=S, default_value_serde=L, processing_exception_handler=handler
+    )
+    with TopologyTestDriver(b.build(), config) as d, pytest.raises(CollectorUnusableError):
+        d.create_input_topic("in", S, L).pipe_input("k", 1)

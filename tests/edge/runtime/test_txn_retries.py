@@ -16,9 +16,11 @@ import time
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
+from edge.processor.collector import CollectorUnusableError
 from edge.runtime.commit import Committer, ProducerFatalError, TransactionAbortedError
 from edge.runtime.connectivity import ClusterWatchdog, ConnectionLogLimiter
 from edge.runtime.outage import OutageWatchdog
+from edge.runtime.producer import KafkaCollector
 
 
 class _Producer:
@@ -208,3 +210,46 @@ def test_a_send_offsets_call_that_never_returns_abandons_the_producer(
         assert "abort" not in producer.calls
     finally:
         release.set()
+
+
+class _RefusingProducer:
+    """librdkafka's transactional producer once its open transaction failed: ``produce()`` raises
+    ``_STATE`` ("Erroneous state") for every record, or ``error`` when given."""
+
+    def __init__(self, error: KafkaError | None = None) -> None:
+        self.error = error or KafkaError(
+            KafkaError._STATE, "Unable to produce message: Local: Erroneous state"
+        )
+
+    def produce(self, *args: object, **kwargs: object) -> None:
+        raise KafkaException(self.error)
+
+    def poll(self, timeout: float = 0) -> int:
+        return 0
+
+
+def test_a_record_refused_because_the_transaction_failed_is_task_migration() -> None:
+    """A clean bounce of the write leader under exactly-once: the transaction failed (TXNERR
+    OUT_OF_ORDER_SEQUENCE_NUMBER, "requires epoch bump") and the next sink record's ``produce()`` raised
+    ``_STATE``. The processing exception handler took it for the record's fault and the instance
+    stopped. It is the producer's state: migration (tasks closed without a commit, a new producer), as
+    Kafka Streams' RecordCollectorImpl makes OutOfOrderSequenceException a TaskMigratedException."""
+    collector = KafkaCollector(_RefusingProducer(), exactly_once=True)  # type: ignore[arg-type]
+    for send in (
+        lambda: collector.send("out", b"k", b"v", 1, None),
+        lambda: collector.send_changelog("app-store-changelog", 0, b"k", b"v", 1),
+        lambda: collector.send_marker("app-store-changelog", 0, b"k", b"v"),
+    ):
+        with pytest.raises(ProducerFatalError, match="transaction failed") as raised:
+            send()
+        assert isinstance(raised.value, CollectorUnusableError)
+        assert _outage(exactly_once=True).tasks_migrated(raised.value)
+
+
+def test_other_produce_errors_stay_the_records() -> None:
+    """A record too large is the record's fault: it still goes to the processing exception handler."""
+    too_large = KafkaError(KafkaError.MSG_SIZE_TOO_LARGE, "Message size too large")
+    collector = KafkaCollector(_RefusingProducer(too_large), exactly_once=True)  # type: ignore[arg-type]
+    with pytest.raises(KafkaException) as raised:
+        collector.send("out", b"k", b"v" * 10, 1, None)
+    assert not isinstance(raised.value, CollectorUnusableError)
