@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: raised through the processing exception handler: a handler's own FAIL, and a collector that can take
+#: raised past the processing exception handler: a handler's own FAIL, and a collector that can take
 #: no more records (its producer's transaction failed: task migration, not the record's fault)
 _NOT_THE_RECORDS_FAULT = (ProcessingFailed, CollectorUnusableError)
 
