@@ -764,6 +764,17 @@ class StreamTask:
             if hasattr(layer, "defer_writes"):
                 layer.defer_writes = True
 
+    def stores_hold_committed_state_only(self) -> bool:
+        """Whether every persistent store defers its writes to :meth:`persist_stores` (after the commit).
+
+        Then the files on disk never hold uncommitted writes, so exactly-once may keep a checkpoint while
+        it processes, and a task closed without a commit resumes from it instead of being wiped and
+        restored in full. A custom persistent store that writes as it processes makes this False."""
+        for layer in self.innermost_stores().values():
+            if getattr(layer, "persistent", False) and not getattr(layer, "defer_writes", False):
+                return False
+        return True
+
     def persist_stores(self) -> None:
         """Write the stores' buffered (now committed) writes to disk; see :meth:`defer_store_writes`."""
         for layer in self.innermost_stores().values():

@@ -24,8 +24,11 @@ re-apply records the store already holds (changelog records are idempotent puts)
 Exactly-once v2: steps 2-4 are one Kafka transaction -- outputs, changelog records and the input offsets
 (``send_offsets_to_transaction``) become visible atomically at ``commit_transaction``; no markers (an
 aborted transaction's records are invisible to read_committed consumers on a broker that hides them --
-see the startup probe in :mod:`edge.runtime.app`). Stores are written after ``commit_transaction``;
-checkpoints only on a clean close (a crash rebuilds state from the committed changelog).
+see the startup probe in :mod:`edge.runtime.app`). Stores are written after ``commit_transaction``, so
+they hold committed state only, and a checkpoint is written every ``EOS_CHECKPOINT_RECORDS`` changelog
+records (and on a clean close): a task closed without a commit -- an aborted transaction, a fencing, a
+crash -- restores only the committed changelog records after it. A commit that failed on the client but
+committed on the broker is no exception: its records follow the checkpoint and are restored.
 """
 
 from __future__ import annotations
@@ -82,6 +85,10 @@ RETRIABLE_TXN_CODES = frozenset(
 #: 5456 and 5511, seen in a clean bounce of the group coordinator's node (the stream thread blocked
 #: for ten minutes, the instance still up).
 STUCK_GRACE_S = 5.0
+
+#: exactly-once rewrites a task's checkpoint once its changelogs moved more than this many records past
+#: the last one (Kafka's ``StateManagerUtil.OFFSET_DELTA_THRESHOLD_FOR_CHECKPOINT``)
+EOS_CHECKPOINT_RECORDS = 10_000
 
 
 def _is_fatal(exc: KafkaException) -> bool:
@@ -410,13 +417,15 @@ class Committer:
                     # a store restored from its source topic reflects it up to the committed offset
                     # (Kafka checkpoints such a store at the committed offset)
                     t.offsets[tp] = off - 1
-        # 6. checkpoints (exactly-once: only on clean close)
+        # 6. checkpoints (exactly-once: every EOS_CHECKPOINT_RECORDS changelog records, and on close)
         written = self.collector.changelog_offsets
         for t in tasks:
             t.update_offsets(written)
-        if not self.exactly_once or closing:
-            for t in tasks:
+        for t in tasks:
+            if not self.exactly_once or closing:
                 t.write_checkpoint()
+            elif t.checkpoint_while_running:
+                t.write_checkpoint_if_due(EOS_CHECKPOINT_RECORDS)
         for obj in extra:
             obj.checkpoint()
         elapsed = time.perf_counter() - started

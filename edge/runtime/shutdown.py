@@ -86,9 +86,9 @@ class Shutdown:
     def replace_thread(self, exc: BaseException) -> None:
         """Kafka's REPLACE_THREAD: drop everything since the last commit and resume from it.
 
-        Under exactly-once the open transaction is aborted and the active tasks' stores are wiped and
-        rebuilt from their (committed) changelogs; under at-least-once the tasks are closed without a
-        commit and reopened from their checkpoints. Input resumes at the committed offsets.
+        The open transaction (exactly-once) is aborted, and the tasks are closed without a commit and
+        reopened from their checkpoints: their stores hold committed writes only, and the committed
+        changelog records after the checkpoint are restored. Input resumes at the committed offsets.
         """
         self.stats.replaced_threads += 1
         log.error(

@@ -232,10 +232,12 @@ class TaskManager:
             if cooperative:
                 consumer.incremental_unassign(partitions)
                 if self.config.exactly_once:
-                    # the closing commit checkpointed every task; a running one under exactly-once must
-                    # have none (a crash would trust stores holding uncommitted writes)
+                    # the closing commit checkpointed every task; a running one under exactly-once whose
+                    # stores write as they process must have none (a crash would trust stores holding
+                    # uncommitted writes)
                     for active in registry.tasks.values():
-                        delete_checkpoint(checkpoint_path(active.dir))
+                        if not active.checkpoint_while_running:
+                            delete_checkpoint(checkpoint_path(active.dir))
             self.publish_assignment()
 
     def handle_lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
@@ -314,7 +316,7 @@ class TaskManager:
             log.info("offset commit overlapped a rebalance (%s); committing again after it", exc)
             return
         except TransactionAbortedError as exc:
-            log.warning("%s; rebuilding the active tasks' state from their changelogs", exc)
+            log.warning("%s; resuming the active tasks from the last commit", exc)
             self.reinitialize()
             return
         if self.standby is not None:

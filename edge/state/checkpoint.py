@@ -7,10 +7,12 @@ Format (text, same as Kafka Streams' OffsetCheckpoint)::
     app-store-changelog 3 1042
     app-other-changelog 3 7
 
-The runtime writes it after ``store.flush()`` on commit and on clean close, reads it on start to resume
-restoration from the stored offsets, and deletes it while processing under exactly-once so a crash
-forces a full restore. Writes are atomic (tmp file + fsync + rename + directory fsync), so a reader
-sees either the old or the new file; anything unparsable raises ``StateStoreError(corrupt=True)``.
+The runtime writes it after a commit has reached the stores and on clean close, and reads it on start
+to resume restoration from the stored offsets. Under exactly-once it is rewritten every 10,000
+changelog records; it is deleted while processing only for a task with a custom persistent store that
+writes as it processes (a crash then forces a full restore). Writes are atomic (tmp file + fsync +
+rename + directory fsync), so a reader sees either the old or the new file; anything unparsable raises
+``StateStoreError(corrupt=True)``.
 """
 
 from __future__ import annotations

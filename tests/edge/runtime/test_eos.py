@@ -10,6 +10,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, Producer
 
 from edge.kafka import KafkaClientConfig, TopicSpec, create_topics
+from edge.state.checkpoint import read_checkpoint
 from tests.edge.runtime.harness import OutputReader, expected_counts, keyed, produce, wait_assignment
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.timeout(150)]
@@ -83,6 +84,10 @@ def test_eos_happy_path_with_crash_between_transactions(
     reader.wait_for(lambda r: len(r.records) >= len(first))
     time.sleep(0.5)  # idle: the last transaction is committed, none is open
     a.kill9()
+    # the stores write only committed data (deferred to the commit), so the tasks kept checkpoints while
+    # running: the restart resumes from them instead of restoring every changelog from offset 0
+    checkpoints = {d.name: read_checkpoint(d / ".checkpoint") for d in (state / app).glob("0_*")}
+    assert checkpoints and all(cp and min(cp.values()) >= 0 for cp in checkpoints.values()), checkpoints
     # same state dir -> same instance id -> same transactional.id (fences/aborts the old incarnation)
     b = spawn(app, src, out, name="b", state_dir=state, **EOS)
     b.wait_running()
@@ -93,7 +98,6 @@ def test_eos_happy_path_with_crash_between_transactions(
     reader.poll(0.5)
     assert len(reader.records) == len(first) + len(second)  # N in, N out
     assert_exactly_once(reader, want)
-    assert b.metric("streamhouse_edge_restored_records_total") > 0  # EOS crash: state rebuilt from changelog
     reader.close()
 
 

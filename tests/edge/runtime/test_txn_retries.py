@@ -92,6 +92,11 @@ class _Task:
     def write_checkpoint(self) -> None:
         pass
 
+    checkpoint_while_running = True
+
+    def write_checkpoint_if_due(self, min_records: int) -> bool:
+        return False
+
 
 def _outage(*, exactly_once: bool) -> OutageWatchdog:
     """The stream thread's judge of which errors are task migration, with Kafka Streams' defaults."""
