@@ -404,8 +404,10 @@ def run_bounces(scenario: BounceScenario, workdir: Path, log: Callable[[str], No
             ]
             notes += [ln.strip() for ln in lines if " fail" in ln or ln.startswith("fail:")][:3]
             accepted = verdict == "SUCCESS"
-            if scenario.guarantee == "at_least_once":  # Kafka's test greps SUCCESS only; at-least-once
-                accepted = accepted or "PROCESSED-MORE-THAN-GENERATED" in lines  # may repeat outputs
+            if scenario.guarantee == "at_least_once" and verdict == "FAILURE":
+                accepted = only_replayed_final_results(lines)
+                if accepted:
+                    notes.append("the only failure: a final result emitted again, unchanged (at-least-once)")
             if late:
                 notes.append("production ended before the last failure was over (its stall unmeasured)")
             detail = "; ".join(notes)
@@ -435,6 +437,49 @@ def run_bounces(scenario: BounceScenario, workdir: Path, log: Callable[[str], No
         bounces,
         app_exited,
     )
+
+
+_RESULT = re.compile(r"CreateTime = (-?\d+).*, key = (.*), value = (.*)\)$")
+
+
+def only_replayed_final_results(lines: list[str]) -> bool:
+    """Whether the driver's FAILURE comes only from final results emitted twice, each time the same.
+
+    Under at-least-once a task closed without a commit processes its input after the last commit again,
+    so a suppressed window that closed in that span is emitted again -- with the same value and
+    timestamp, the input being the same. Kafka Streams does the same (its suppression buffer logs the
+    eviction only at the next commit: ``InMemoryTimeOrderedKeyValueChangeBuffer.flush``), and Kafka's
+    ``streams_broker_bounce_test.py`` does not require SUCCESS at at-least-once. Any other failure --
+    a wrong aggregate, a missing key, records not all delivered, a repeated result whose value or
+    timestamp differs -- is not this, and stays a failure."""
+    try:
+        start = lines.index("Result Verification")
+    except ValueError:
+        return False
+    body = lines[start:]
+    if "ALL-RECORDS-DELIVERED" not in body:
+        return False
+    repeats = 0
+    for i, line in enumerate(body):
+        text = line.strip()
+        if "fail" not in text.lower() or text == "FAILURE":
+            continue
+        if not (
+            text.startswith("fail: key=")
+            and i + 1 < len(body)
+            and body[i + 1].strip() == "non-unique result:"
+        ):
+            return False
+        results = []
+        for nxt in body[i + 2 :]:
+            m = _RESULT.search(nxt.strip()) if nxt.strip().startswith("ConsumerRecord(") else None
+            if m is None:
+                break
+            results.append(m.groups())
+        if len(results) < 2 or len(set(results)) != 1:
+            return False
+        repeats += 1
+    return repeats > 0
 
 
 #: what the processor's log says it went through: (label, pattern)
@@ -475,9 +520,12 @@ or it has stopped (clean) and waits for full ISRs before the next one; "x5" chas
 times, as Kafka's test. Targets: the leader of `data`-0 (read), of a `max` partition led by another
 node (write), the active KRaft controller (read from the nodes' `quorum-state`). "stall" is, per
 failure, the longest wait for the next `echo` record (read committed) from the failure until the next
-one. "as expected" is Kafka's test passing -- the driver's SUCCESS (at-least-once: or
-PROCESSED-MORE-THAN-GENERATED) -- with an app that never exited; "within 15 s" says whether every
-stall stayed within the session timeout + 5 s. "notes" counts the recoveries the app logged.
+one. "as expected" is the driver's SUCCESS with an app that never exited; at-least-once also accepts
+a FAILURE whose only cause is a final (suppressed) result emitted twice unchanged, with every record
+delivered: the replay of the input after the last commit that at-least-once allows, as in Kafka
+Streams (Kafka's own test does not require SUCCESS at at-least-once; see "Found by these runs"). "within
+15 s" says whether every stall stayed within the session timeout + 5 s. "notes" counts the recoveries
+the app logged.
 """
 
 

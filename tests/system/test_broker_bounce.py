@@ -113,3 +113,67 @@ def test_report_keeps_the_explanation_after_the_table(tmp_path: Path) -> None:
     assert text.endswith("## Next\n\nx\n")
     row = next(line for line in text.splitlines() if line.startswith("| mixed-eos"))
     assert "| SUCCESS | yes | no | 2 | 8.4 | 8.4 | yes |" in row
+
+
+def _record(topic: str, offset: int, ts: int, key: str, value: int) -> str:
+    return (
+        f"\t\tConsumerRecord(topic = {topic}, partition = 3, leaderEpoch = 1, offset = {offset}, "
+        f"CreateTime = {ts}, deliveryCount = null, serialized key size = 36, serialized value size = 4, "
+        f"headers = RecordHeaders(headers = [], isReadOnly = false), key = {key}, value = {value})"
+    )
+
+
+_WINDOW = "[2-2026@1795690616000/1795690618000]"
+
+
+def _verification(*failure: str) -> list[str]:
+    """The driver's result section (SmokeTestDriver 4.1.1's layout) around ``failure`` lines."""
+    return [
+        "Result Verification",
+        "-------------------",
+        "recordGenerated=20250",
+        "recordProcessed=20742",
+        "PROCESSED-MORE-THAN-GENERATED",
+        "ALL-RECORDS-DELIVERED",
+        "verifying suppressed min-suppressed",
+        "verifying topic 'min-suppressed'",
+        "verifying suppressed sws-suppressed",
+        *failure,
+        "verifying topic 'min'",
+        "verifying topic 'sum'",
+        "",
+        "FAILURE",
+    ]
+
+
+def _repeat(first: tuple[int, int], second: tuple[int, int]) -> list[str]:
+    return [
+        f"fail: key={_WINDOW}",
+        "\tnon-unique result:",
+        _record("sws-suppressed", 117, first[0], _WINDOW, first[1]),
+        _record("sws-suppressed", 139, second[0], _WINDOW, second[1]),
+        "",
+        "\tresultEvents:",
+        _record("sws-raw", 243, 1795690617776, _WINDOW, 2579),
+        "",
+    ]
+
+
+def test_at_least_once_accepts_only_a_final_result_repeated_unchanged() -> None:
+    """The FAILURE of ``hard_bounce-controller-alos`` (2026-11-28): one window's final result emitted
+    twice, same value and timestamp, after a close without a commit -- at-least-once's replay, as Kafka
+    Streams'. Anything else the driver fails on stays a failure."""
+    same = (1795690617776, 2579)
+    assert bounce.only_replayed_final_results(_verification(*_repeat(same, same)))
+    # a repeated result that changed is not a replay
+    assert not bounce.only_replayed_final_results(_verification(*_repeat(same, (1795690617776, 2580))))
+    assert not bounce.only_replayed_final_results(_verification(*_repeat(same, (1795690617999, 2579))))
+    # a wrong aggregate beside it, or alone
+    wrong_sum = "sum fail: key=7-156 actual=12224 expected=12225"
+    assert not bounce.only_replayed_final_results(_verification(*_repeat(same, same), wrong_sum))
+    assert not bounce.only_replayed_final_results(_verification(wrong_sum))
+    # records not all delivered
+    lost = [ln for ln in _verification(*_repeat(same, same)) if ln != "ALL-RECORDS-DELIVERED"]
+    assert not bounce.only_replayed_final_results(lost)
+    # no verification at all (the driver gave up early)
+    assert not bounce.only_replayed_final_results(["FAILURE"])
