@@ -78,6 +78,9 @@ from edge.runtime.topics import (
 
 log = logging.getLogger(__name__)
 
+#: the restore consumer's ``fetch.wait.max.ms`` unless the user sets one (see ``_aux_consumer_conf``)
+RESTORE_FETCH_WAIT_MS = 10
+
 
 def resolve_topology(obj: Any, optimization: str | None = None) -> Any:
     """Accept a Topology, a StreamsBuilder (``.build(optimization=...)``, with the app's
@@ -523,7 +526,13 @@ class StreamsApp:
         conf = dict(self._consumer_base)
         # Kafka Streams' restore consumer also serves standby tasks
         layer = {"restore": "restore.consumer", "standby": "restore.consumer", "global": "global.consumer"}
-        conf.update(self.config.client_overrides(layer.get(role, "consumer")))
+        overrides = self.config.client_overrides(layer.get(role, "consumer"))
+        if role == "restore" and "fetch.wait.max.ms" not in overrides:
+            # A restore reads to partition EOF, so its last fetch of every partition asks for data that
+            # is not there: the broker holds it for fetch.wait.max.ms (500 ms by default) before
+            # answering. Kafka's restore stops at the end offset and never waits for that fetch.
+            conf["fetch.wait.max.ms"] = RESTORE_FETCH_WAIT_MS
+        conf.update(overrides)
         conf["group.id"] = f"{self.config.application_id}-{self.instance_id}-{role}"
         conf["client.id"] = f"{self._client_id}-{role}"
         return conf

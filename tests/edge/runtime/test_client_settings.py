@@ -16,6 +16,7 @@ from confluent_kafka import Producer
 
 from edge import Consumed, Produced, Serdes, StreamsBuilder
 from edge.runtime import StreamsApp
+from edge.runtime.app import RESTORE_FETCH_WAIT_MS
 from edge.runtime.client_settings import client_scope, sort_settings
 from edge.runtime.config import StreamsConfig, StreamsConfigError
 from tests.edge.runtime.harness import OutputReader
@@ -238,3 +239,35 @@ def test_a_kafka_streams_properties_file_runs_unchanged(
     for applied in ("acceptable.recovery.lag", "max.warmup.replicas", "probing.rebalance.interval.ms"):
         assert f"the configuration '{applied}' was supplied but is ignored" not in err
     assert "unknown streams setting" not in err and "Traceback" not in err
+
+
+@pytest.mark.broker
+@pytest.mark.timeout(120)
+def test_the_restore_consumer_does_not_wait_at_a_changelogs_end_unless_told_to(
+    kafka_broker, make_topic, unique_name, tmp_path: Path
+):
+    """A restore reads to partition EOF: with a real cluster's default ``fetch.wait.max.ms`` (500 ms) every
+    restore's last fetch waited half a second for records that were not coming. A user's setting wins."""
+    source = make_topic("in", 1)
+    builder = StreamsBuilder()
+    builder.stream(source, Consumed.with_(Serdes.string(), Serdes.string())).to(
+        make_topic("out", 1), Produced.with_(Serdes.string(), Serdes.string())
+    )
+    topology = builder.build()
+    for extra, want in (({}, RESTORE_FETCH_WAIT_MS), ({"restore.consumer.fetch.max.wait.ms": "50"}, 50)):
+        app_id = unique_name("app")
+        config = {
+            "application.id": app_id,
+            "bootstrap.servers": kafka_broker.bootstrap_servers,
+            "broker.profile": "real",  # no embedded-broker fetch defaults
+            "state.dir": str(tmp_path / app_id),
+            "http.enabled": "false",
+        }
+        app = StreamsApp(topology, {**config, **extra})
+        app.start()
+        try:
+            assert int(app.reader._conf["fetch.wait.max.ms"]) == want
+            # the standby consumer tails its changelogs: it keeps the broker's long poll (or the user's)
+            assert app._aux_consumer_conf("standby").get("fetch.wait.max.ms") == ("50" if extra else None)
+        finally:
+            app.close(30)
