@@ -86,6 +86,22 @@ RETRIABLE_TXN_CODES = frozenset(
 #: for ten minutes, the instance still up).
 STUCK_GRACE_S = 5.0
 
+#: An offset commit's errors that Java's consumer retries within ``commitSync``'s timeout
+#: (``ConsumerCoordinator.OffsetCommitResponseHandler``: the coordinator loading the group or moving to
+#: another node). librdkafka's synchronous commit returns them: a clean bounce of the group coordinator's
+#: node answered COORDINATOR_LOAD_IN_PROGRESS, and taking that for task migration closed every task
+#: without a commit, so an at-least-once app processed the input after its last commit again.
+RETRIABLE_COMMIT_CODES = frozenset(
+    {
+        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+        KafkaError.COORDINATOR_NOT_AVAILABLE,
+        KafkaError.NOT_COORDINATOR,
+        KafkaError.REQUEST_TIMED_OUT,
+        KafkaError.UNKNOWN_TOPIC_OR_PART,
+        KafkaError._WAIT_COORD,
+    }
+)
+
 #: exactly-once rewrites a task's checkpoint once its changelogs moved more than this many records past
 #: the last one (Kafka's ``StateManagerUtil.OFFSET_DELTA_THRESHOLD_FOR_CHECKPOINT``)
 EOS_CHECKPOINT_RECORDS = 10_000
@@ -118,6 +134,8 @@ class Committer:
         #: set once the producer hit a fatal error (fenced): it can do nothing more, not even abort
         self.fatal = False
         self.commits = 0
+        #: offset commits repeated after a retriable coordinator error (RETRIABLE_COMMIT_CODES)
+        self.commit_retries = 0
         self.commit_seconds_total = 0.0
         self.last_commit_seconds = 0.0
         #: set by the runtime: True once the cluster has been gone for a session timeout (the group has
@@ -183,17 +201,31 @@ class Committer:
             )
         outcome: list[BaseException] = []
         done = threading.Event()
+        deadline = time.monotonic() + self.timeout_s
+        consumer = self.consumer
 
         def run() -> None:
+            backoff = 0.1
             try:
-                self.consumer.commit(offsets=tps, asynchronous=False)
+                while True:
+                    try:
+                        consumer.commit(offsets=tps, asynchronous=False)
+                        return
+                    except KafkaException as exc:
+                        err = exc.args[0] if exc.args else None
+                        code = err.code() if isinstance(err, KafkaError) else None
+                        if code not in RETRIABLE_COMMIT_CODES or time.monotonic() + backoff >= deadline:
+                            raise
+                        self.commit_retries += 1
+                        log.info("offset commit failed with %s; retrying in %.1f s", err, backoff)
+                        time.sleep(backoff)
+                        backoff = min(backoff * 2, 1.0)
             except BaseException as exc:  # handed to the stream thread
                 outcome.append(exc)
             finally:
                 done.set()
 
         threading.Thread(target=run, name="streamhouse-offset-commit", daemon=True).start()
-        deadline = time.monotonic() + self.timeout_s
         while not done.wait(0.05):
             self.collector.poll()
             lost = self.cluster_lost()

@@ -148,3 +148,50 @@ def test_an_abandoned_commit_that_fails_later_is_reported(caplog: pytest.LogCapt
     with caplog.at_level("INFO", logger="edge.runtime.commit"):
         assert not c.consumer_held
     assert "abandoned during the outage ended with" in caplog.text and "UNKNOWN_MEMBER_ID" in caplog.text
+
+
+class FlakyCoordinatorConsumer(BlockingConsumer):
+    """``commit`` answers ``errors`` one by one (a coordinator loading the group, then moving), then
+    commits."""
+
+    def __init__(self, *errors: int) -> None:
+        super().__init__()
+        self.release.set()
+        self.errors = list(errors)
+        self.attempts = 0
+
+    def commit(self, offsets: list[TopicPartition], asynchronous: bool) -> None:
+        self.attempts += 1
+        if self.errors:
+            raise KafkaException(KafkaError(self.errors.pop(0)))
+        super().commit(offsets, asynchronous)
+
+
+def test_a_coordinator_loading_or_moving_is_waited_out_not_taken_for_task_migration() -> None:
+    """librdkafka's synchronous commit returns COORDINATOR_LOAD_IN_PROGRESS where Java's ``commitSync``
+    retries (a clean bounce of the coordinator's node: every task was closed without a commit, and an
+    at-least-once app emitted a final result twice); now the same offsets are committed again."""
+    consumer = FlakyCoordinatorConsumer(KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.NOT_COORDINATOR)
+    c, _ = committer(consumer)
+    c.commit_offsets(TPS)
+    assert consumer.attempts == 3 and c.commit_retries == 2
+    assert consumer.committed == [[("orders", 0, 42), ("orders", 1, 7)]]
+
+
+def test_a_retriable_commit_error_still_there_at_the_deadline_reaches_the_stream_thread() -> None:
+    consumer = FlakyCoordinatorConsumer(*[KafkaError.COORDINATOR_LOAD_IN_PROGRESS] * 100)
+    c, _ = committer(consumer, timeout_s=0.5)
+    started = time.monotonic()
+    with pytest.raises(KafkaException) as raised:
+        c.commit_offsets(TPS)
+    assert raised.value.args[0].code() == KafkaError.COORDINATOR_LOAD_IN_PROGRESS
+    assert time.monotonic() - started < 2.0 and 2 <= consumer.attempts < 10
+    assert not consumer.committed
+
+
+def test_a_member_the_group_dropped_is_not_retried() -> None:
+    consumer = FlakyCoordinatorConsumer(KafkaError.UNKNOWN_MEMBER_ID)
+    c, _ = committer(consumer)
+    with pytest.raises(KafkaException):
+        c.commit_offsets(TPS)
+    assert consumer.attempts == 1 and c.commit_retries == 0
