@@ -51,7 +51,7 @@ from edge.processor.handlers import (
     DeadLetterQueueHandler,
 )
 from edge.runtime.assignment import JoinStateWatcher, plan_protocol, with_cgrp_debug
-from edge.runtime.commit import Committer
+from edge.runtime.commit import COMMIT_TIMEOUT_S, Committer
 from edge.runtime.config import StreamsConfig, StreamsConfigError
 from edge.runtime.connectivity import ClusterWatchdog, ConnectionLogLimiter
 from edge.runtime.global_state import GlobalState
@@ -403,9 +403,10 @@ class StreamsApp:
             producers.producer,
             self.collector,
             exactly_once=cfg.exactly_once,
-            # a transaction open longer than transaction.timeout.ms is aborted by its coordinator anyway:
-            # waiting longer for a commit (the cluster gone) only keeps the instance RUNNING for nothing
-            timeout_s=max(cfg.transaction_timeout_ms / 1000, 5.0) if cfg.exactly_once else 60.0,
+            # Kafka Streams' bound on a commit either way (Java's max.block.ms / default.api.timeout.ms);
+            # exactly-once's calls each wait at most transaction.timeout.ms (Committer._txn_call)
+            timeout_s=COMMIT_TIMEOUT_S,
+            txn_call_timeout_s=max(cfg.transaction_timeout_ms / 1000, 5.0),
         )
         self.committer.cluster_lost = lambda: watchdog.lost
         # HTTP (queries + metrics)

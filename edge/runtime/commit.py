@@ -102,6 +102,10 @@ RETRIABLE_COMMIT_CODES = frozenset(
     }
 )
 
+#: how long a commit waits for the cluster before it fails: Kafka Streams' bound, Java's ``max.block.ms``
+#: for ``commitTransaction`` and ``default.api.timeout.ms`` for ``commitSync`` (both 60 s by default)
+COMMIT_TIMEOUT_S = 60.0
+
 #: exactly-once rewrites a task's checkpoint once its changelogs moved more than this many records past
 #: the last one (Kafka's ``StateManagerUtil.OFFSET_DELTA_THRESHOLD_FOR_CHECKPOINT``)
 EOS_CHECKPOINT_RECORDS = 10_000
@@ -120,13 +124,20 @@ class Committer:
         collector: KafkaCollector,
         *,
         exactly_once: bool,
-        timeout_s: float = 60.0,
+        timeout_s: float = COMMIT_TIMEOUT_S,
+        txn_call_timeout_s: float | None = None,
     ) -> None:
         self.consumer = consumer
         self.producer = producer
         self.collector = collector
         self.exactly_once = exactly_once
+        #: how long a commit may wait for the cluster before it fails (exactly-once: Java's
+        #: ``max.block.ms``, the bound on ``commitTransaction`` in Kafka Streams)
         self.timeout_s = timeout_s
+        #: the timeout of one transactional call within that (``transaction.timeout.ms``): a call still
+        #: running ``STUCK_GRACE_S`` past it is stuck in librdkafka, and the commit polls
+        #: :attr:`cluster_lost` between calls
+        self.txn_call_timeout_s = timeout_s if txn_call_timeout_s is None else txn_call_timeout_s
         self.txn_open = False
         #: when the open transaction began (monotonic seconds): the coordinator aborts one that outlives
         #: transaction.timeout.ms, which is what tells its fencing from a zombie's
@@ -266,7 +277,7 @@ class Committer:
         age = self.txn_age_s
         self.txn_open = False
         try:
-            self.producer.abort_transaction(self.timeout_s)
+            self.producer.abort_transaction(self.txn_call_timeout_s)
         except KafkaException as exc:
             if is_fenced(exc):
                 self.fatal = True
@@ -294,13 +305,22 @@ class Committer:
         coordinator's successor loads the transaction log, a timeout) leaves the transaction as it was
         and the call may simply be repeated. Java's producer repeats those requests itself
         (``TransactionManager``'s handlers re-enqueue on them), so Kafka Streams'
-        ``StreamsProducer.commitTransaction`` never sees them; here the committer repeats the call. The
-        deadline is the committer's timeout (``transaction.timeout.ms`` under exactly-once): past it the
-        coordinator aborts the transaction anyway, and the last error goes to :meth:`_raise_txn`.
+        ``StreamsProducer.commitTransaction`` never sees them; here the committer repeats the call.
+
+        The deadline is the committer's timeout, Java's ``max.block.ms`` (60 s), as Kafka Streams
+        waits in ``commitTransaction``; each call gets at most :attr:`txn_call_timeout_s`. Giving up at
+        ``transaction.timeout.ms`` instead (as the edge did) turned every hard bounce of a leader
+        the transaction wrote to into task migration: the commit still waited when the partition's
+        new leader took the records, a moment before the coordinator's next scan for timed-out
+        transactions (every 10 s, ``transaction.abort.timed.out.transaction.cleanup.interval.ms``)
+        would have aborted it. When the coordinator does abort it first, the next call is fenced and
+        :meth:`edge.runtime.outage.OutageWatchdog.fenced_by_timeout` makes that task migration. A
+        cluster gone for a session timeout (:attr:`cluster_lost`) ends the wait at once. The last
+        error goes to :meth:`_raise_txn`.
         """
         while True:
             try:
-                call(max(deadline - time.monotonic(), 1.0))
+                call(max(min(deadline - time.monotonic(), self.txn_call_timeout_s), 1.0))
                 return
             except KafkaException as exc:
                 err = exc.args[0] if exc.args else None
@@ -310,7 +330,7 @@ class Committer:
                     and not err.fatal()
                     and not err.txn_requires_abort()
                 )
-                if not retriable or time.monotonic() >= deadline:
+                if not retriable or time.monotonic() >= deadline or self.cluster_lost():
                     self._raise_txn(exc, step)
                 log.info("exactly-once: %s failed with a retriable error (%s); retrying", step, err)
                 self.collector.poll()

@@ -111,8 +111,62 @@ def _outage(*, exactly_once: bool) -> OutageWatchdog:
     )
 
 
-def _committer(producer: _Producer, timeout_s: float = 10.0) -> Committer:
-    return Committer(_Consumer(), producer, _Collector(), exactly_once=True, timeout_s=timeout_s)  # type: ignore[arg-type]
+def _committer(
+    producer: _Producer, timeout_s: float = 10.0, txn_call_timeout_s: float | None = None
+) -> Committer:
+    return Committer(
+        _Consumer(),  # type: ignore[arg-type]
+        producer,
+        _Collector(),  # type: ignore[arg-type]
+        exactly_once=True,
+        timeout_s=timeout_s,
+        txn_call_timeout_s=txn_call_timeout_s,
+    )
+
+
+class _SlowCommit(_Producer):
+    """``commit_transaction`` that times out (librdkafka's retriable _TIMED_OUT, after waiting its
+    timeout) until ``succeed_after_s`` have passed: the records of a transaction waiting for a
+    hard-bounced leader's successor. Records each call's timeout."""
+
+    def __init__(self, succeed_after_s: float) -> None:
+        super().__init__({})
+        self.until = time.monotonic() + succeed_after_s
+        self.timeouts: list[float] = []
+
+    def commit_transaction(self, timeout: float) -> None:
+        self.calls.append("commit")
+        self.timeouts.append(timeout)
+        remaining = self.until - time.monotonic()
+        if remaining > timeout:
+            time.sleep(min(timeout, 0.05))
+            raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "commit timed out", retriable=True))
+        time.sleep(max(remaining, 0))
+
+
+def test_a_commit_outlives_transaction_timeout_until_the_commit_deadline() -> None:
+    """Kafka Streams waits up to max.block.ms (60 s) in commitTransaction. The edge gave up at
+    transaction.timeout.ms, so a hard bounce of a leader the transaction wrote to always became task
+    migration (tasks closed dirty, a new producer, a restore) even when the commit would have gone
+    through a moment later. Now each call waits at most the transaction timeout and the commit goes
+    on until its own deadline."""
+    producer = _SlowCommit(succeed_after_s=2.5)
+    committer = _committer(producer, timeout_s=10.0, txn_call_timeout_s=1.0)
+    committer.commit([_Task()])  # type: ignore[list-item]
+    assert not committer.txn_open
+    assert producer.calls.count("commit") >= 2
+    assert set(producer.timeouts) == {1.0}  # each call bounded by the call timeout, not the deadline
+
+
+def test_a_commit_waiting_for_the_cluster_stops_once_the_cluster_is_lost() -> None:
+    producer = _SlowCommit(succeed_after_s=60.0)
+    committer = _committer(producer, timeout_s=60.0, txn_call_timeout_s=0.01)
+    lost_at = time.monotonic() + 0.3
+    committer.cluster_lost = lambda: time.monotonic() >= lost_at
+    started = time.monotonic()
+    with pytest.raises(KafkaException, match="commit timed out"):
+        committer.commit([_Task()])  # type: ignore[list-item]
+    assert time.monotonic() - started < 5
 
 
 def test_concurrent_transactions_on_send_offsets_is_retried() -> None:
