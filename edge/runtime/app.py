@@ -403,10 +403,9 @@ class StreamsApp:
             producers.producer,
             self.collector,
             exactly_once=cfg.exactly_once,
-            # Kafka Streams' bound on a commit either way (Java's max.block.ms / default.api.timeout.ms);
-            # exactly-once's calls each wait at most transaction.timeout.ms (Committer._txn_call)
-            timeout_s=COMMIT_TIMEOUT_S,
-            txn_call_timeout_s=max(cfg.transaction_timeout_ms / 1000, 5.0),
+            # exactly-once: librdkafka fails a record older than transaction.timeout.ms and the coordinator
+            # aborts such a transaction: a commit still waiting then is aborted (Committer._txn_call)
+            timeout_s=max(cfg.transaction_timeout_ms / 1000, 5.0) if cfg.exactly_once else COMMIT_TIMEOUT_S,
         )
         self.committer.cluster_lost = lambda: watchdog.lost
         # HTTP (queries + metrics)

@@ -125,19 +125,14 @@ class Committer:
         *,
         exactly_once: bool,
         timeout_s: float = COMMIT_TIMEOUT_S,
-        txn_call_timeout_s: float | None = None,
     ) -> None:
         self.consumer = consumer
         self.producer = producer
         self.collector = collector
         self.exactly_once = exactly_once
-        #: how long a commit may wait for the cluster before it fails (exactly-once: Java's
-        #: ``max.block.ms``, the bound on ``commitTransaction`` in Kafka Streams)
+        #: how long a commit may wait for the cluster (exactly-once: ``transaction.timeout.ms``, see
+        #: :meth:`_txn_call`)
         self.timeout_s = timeout_s
-        #: the timeout of one transactional call within that (``transaction.timeout.ms``): a call still
-        #: running ``STUCK_GRACE_S`` past it is stuck in librdkafka, and the commit polls
-        #: :attr:`cluster_lost` between calls
-        self.txn_call_timeout_s = timeout_s if txn_call_timeout_s is None else txn_call_timeout_s
         self.txn_open = False
         #: when the open transaction began (monotonic seconds): the coordinator aborts one that outlives
         #: transaction.timeout.ms, which is what tells its fencing from a zombie's
@@ -277,7 +272,7 @@ class Committer:
         age = self.txn_age_s
         self.txn_open = False
         try:
-            self.producer.abort_transaction(self.txn_call_timeout_s)
+            self.producer.abort_transaction(self.timeout_s)
         except KafkaException as exc:
             if is_fenced(exc):
                 self.fatal = True
@@ -307,20 +302,23 @@ class Committer:
         (``TransactionManager``'s handlers re-enqueue on them), so Kafka Streams'
         ``StreamsProducer.commitTransaction`` never sees them; here the committer repeats the call.
 
-        The deadline is the committer's timeout, Java's ``max.block.ms`` (60 s), as Kafka Streams
-        waits in ``commitTransaction``; each call gets at most :attr:`txn_call_timeout_s`. Giving up at
-        ``transaction.timeout.ms`` instead (as the edge did) turned every hard bounce of a leader
-        the transaction wrote to into task migration: the commit still waited when the partition's
-        new leader took the records, a moment before the coordinator's next scan for timed-out
-        transactions (every 10 s, ``transaction.abort.timed.out.transaction.cleanup.interval.ms``)
-        would have aborted it. When the coordinator does abort it first, the next call is fenced and
-        :meth:`edge.runtime.outage.OutageWatchdog.fenced_by_timeout` makes that task migration. A
-        cluster gone for a session timeout (:attr:`cluster_lost`) ends the wait at once. The last
-        error goes to :meth:`_raise_txn`.
+        The deadline is the committer's timeout, ``transaction.timeout.ms``. Kafka Streams waits up to
+        ``max.block.ms`` (60 s) in ``commitTransaction``, but its producer never fails a record for
+        waiting (``delivery.timeout.ms`` = ``Integer.MAX_VALUE``), while librdkafka caps a
+        transactional producer's ``message.timeout.ms`` at ``transaction.timeout.ms``; and the
+        coordinator aborts a transaction past that age at its next scan (every 10 s). Waiting on (to 60
+        s) was measured on 2026-11-28: what it gained came from the abort that a record's timeout
+        then forced, and a commit that outlived the coordinator's scan was fenced, which costs a new
+        producer. So at the deadline the transaction is aborted here, while
+        the producer can still do it: the tasks resume from the last commit with the same producer
+        (:class:`TransactionAbortedError`), where the error passed on used to close every task
+        without a commit and replace the producer (task migration). Only when the abort fails too, or
+        the cluster is gone (:attr:`cluster_lost`, which also ends the wait at once), does the last
+        error go on to :meth:`_raise_txn`.
         """
         while True:
             try:
-                call(max(min(deadline - time.monotonic(), self.txn_call_timeout_s), 1.0))
+                call(max(deadline - time.monotonic(), 1.0))
                 return
             except KafkaException as exc:
                 err = exc.args[0] if exc.args else None
@@ -330,11 +328,38 @@ class Committer:
                     and not err.fatal()
                     and not err.txn_requires_abort()
                 )
-                if not retriable or time.monotonic() >= deadline or self.cluster_lost():
+                if not retriable:
                     self._raise_txn(exc, step)
+                if self.cluster_lost():
+                    self._raise_txn(exc, step)
+                if time.monotonic() >= deadline:
+                    self._abort_at_deadline(exc, step)
                 log.info("exactly-once: %s failed with a retriable error (%s); retrying", step, err)
                 self.collector.poll()
                 time.sleep(0.1)
+
+    def _abort_at_deadline(self, exc: KafkaException, step: str) -> None:
+        """``step`` still failed with a retriable error at the commit's deadline: abort the transaction
+        and raise :class:`TransactionAbortedError`, or, when the abort fails, what it raised (fenced,
+        fatal) or else ``exc`` (see :meth:`_txn_call`)."""
+        age = self.txn_age_s
+        try:
+            self.abort()
+        except (ProducerFencedError, ProducerFatalError):
+            raise
+        except KafkaException as abort_exc:
+            log.warning(
+                "exactly-once: aborting the transaction open for %.1f s failed too (%s) after %s "
+                "outlived the commit's deadline",
+                age or 0,
+                abort_exc,
+                step,
+            )
+            raise exc from None
+        raise TransactionAbortedError(
+            f"transaction aborted: {step} still failed after {self.timeout_s:g} s "
+            f"(transaction.timeout.ms), its transaction open for {age or 0:.1f} s: {exc.args[0]}"
+        ) from exc
 
     def _bounded(self, step: str, call: Callable[[], object], timeout_s: float) -> None:
         """``call()`` (a transactional call given ``timeout_s``) on a helper thread, the stream thread

@@ -111,62 +111,46 @@ def _outage(*, exactly_once: bool) -> OutageWatchdog:
     )
 
 
-def _committer(
-    producer: _Producer, timeout_s: float = 10.0, txn_call_timeout_s: float | None = None
-) -> Committer:
-    return Committer(
-        _Consumer(),  # type: ignore[arg-type]
-        producer,
-        _Collector(),  # type: ignore[arg-type]
-        exactly_once=True,
-        timeout_s=timeout_s,
-        txn_call_timeout_s=txn_call_timeout_s,
-    )
+def _committer(producer: _Producer, timeout_s: float = 10.0) -> Committer:
+    return Committer(_Consumer(), producer, _Collector(), exactly_once=True, timeout_s=timeout_s)  # type: ignore[arg-type]
 
 
-class _SlowCommit(_Producer):
-    """``commit_transaction`` that times out (librdkafka's retriable _TIMED_OUT, after waiting its
-    timeout) until ``succeed_after_s`` have passed: the records of a transaction waiting for a
-    hard-bounced leader's successor. Records each call's timeout."""
-
-    def __init__(self, succeed_after_s: float) -> None:
-        super().__init__({})
-        self.until = time.monotonic() + succeed_after_s
-        self.timeouts: list[float] = []
-
-    def commit_transaction(self, timeout: float) -> None:
-        self.calls.append("commit")
-        self.timeouts.append(timeout)
-        remaining = self.until - time.monotonic()
-        if remaining > timeout:
-            time.sleep(min(timeout, 0.05))
-            raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "commit timed out", retriable=True))
-        time.sleep(max(remaining, 0))
+def test_a_commit_left_failing_at_the_deadline_aborts_and_resumes_from_the_last_commit() -> None:
+    """A hard bounce of a leader the transaction wrote to: commit_transaction still timed out at
+    transaction.timeout.ms (records waiting for the partition's new leader). librdkafka would fail those
+    records at that age anyway and the coordinator abort the transaction, so the committer aborts it
+    itself: the tasks resume from the last commit with the same producer. Before, the timeout went on
+    as task migration: every task closed without a commit and a new producer."""
+    timeout = KafkaError(KafkaError._TIMED_OUT, "Failed to flush all outstanding messages", retriable=True)
+    producer = _Producer({"commit": [timeout] * 1000})
+    committer = _committer(producer, timeout_s=0.3)
+    with pytest.raises(TransactionAbortedError, match=r"commit_transaction still failed after 0.3 s"):
+        committer.commit([_Task()])  # type: ignore[list-item]
+    assert producer.calls[-1] == "abort"
+    assert not committer.txn_open and not committer.fatal
 
 
-def test_a_commit_outlives_transaction_timeout_until_the_commit_deadline() -> None:
-    """Kafka Streams waits up to max.block.ms (60 s) in commitTransaction. The edge gave up at
-    transaction.timeout.ms, so a hard bounce of a leader the transaction wrote to always became task
-    migration (tasks closed dirty, a new producer, a restore) even when the commit would have gone
-    through a moment later. Now each call waits at most the transaction timeout and the commit goes
-    on until its own deadline."""
-    producer = _SlowCommit(succeed_after_s=2.5)
-    committer = _committer(producer, timeout_s=10.0, txn_call_timeout_s=1.0)
-    committer.commit([_Task()])  # type: ignore[list-item]
-    assert not committer.txn_open
-    assert producer.calls.count("commit") >= 2
-    assert set(producer.timeouts) == {1.0}  # each call bounded by the call timeout, not the deadline
+def test_an_abort_that_fails_at_the_deadline_passes_the_commit_error_on() -> None:
+    timeout = KafkaError(KafkaError._TIMED_OUT, "commit timed out", retriable=True)
+    abort_timeout = KafkaError(KafkaError._TIMED_OUT, "abort timed out", retriable=True)
+    producer = _Producer({"commit": [timeout] * 1000, "abort": [abort_timeout]})
+    with pytest.raises(KafkaException, match="commit timed out") as raised:
+        _committer(producer, timeout_s=0.3).commit([_Task()])  # type: ignore[list-item]
+    assert _outage(exactly_once=True).tasks_migrated(raised.value)
 
 
-def test_a_commit_waiting_for_the_cluster_stops_once_the_cluster_is_lost() -> None:
-    producer = _SlowCommit(succeed_after_s=60.0)
-    committer = _committer(producer, timeout_s=60.0, txn_call_timeout_s=0.01)
-    lost_at = time.monotonic() + 0.3
-    committer.cluster_lost = lambda: time.monotonic() >= lost_at
+def test_a_commit_waiting_for_a_lost_cluster_is_not_aborted() -> None:
+    """The cluster gone for a session timeout: nothing could take an abort; the error goes on at once
+    (the outage path drops the tasks and replaces the producer when the cluster is back)."""
+    timeout = KafkaError(KafkaError._TIMED_OUT, "commit timed out", retriable=True)
+    producer = _Producer({"commit": [timeout] * 1000})
+    committer = _committer(producer, timeout_s=60.0)
+    committer.cluster_lost = lambda: True
     started = time.monotonic()
     with pytest.raises(KafkaException, match="commit timed out"):
         committer.commit([_Task()])  # type: ignore[list-item]
     assert time.monotonic() - started < 5
+    assert "abort" not in producer.calls
 
 
 def test_concurrent_transactions_on_send_offsets_is_retried() -> None:
@@ -192,7 +176,7 @@ def test_retries_end_at_the_deadline() -> None:
     producer = _Producer({"send_offsets": [err] * 1000})
     committer = _committer(producer, timeout_s=0.5)
     started = time.monotonic()
-    with pytest.raises(KafkaException):
+    with pytest.raises(TransactionAbortedError, match="send_offsets_to_transaction still failed"):
         committer.commit([_Task()])  # type: ignore[list-item]
     assert time.monotonic() - started < 5
     assert "commit" not in producer.calls
@@ -206,7 +190,12 @@ def test_a_retriable_coordinator_error_left_at_the_deadline_is_task_migration(co
     the commit's deadline, and the error that then reached the stream thread stopped the instance. It is
     task migration (tasks closed without a commit, resumed from the last one), as Kafka Streams turns its
     producer's timeout under exactly-once into TaskCorruptedException."""
-    producer = _Producer({"send_offsets": [KafkaError(code, "coordinator busy")] * 1000})
+    producer = _Producer(
+        {
+            "send_offsets": [KafkaError(code, "coordinator busy")] * 1000,
+            "abort": [KafkaError(code, "coordinator busy")],  # the abort cannot get through either
+        }
+    )
     with pytest.raises(KafkaException) as raised:
         _committer(producer, timeout_s=0.3).commit([_Task()])  # type: ignore[list-item]
     assert _outage(exactly_once=True).tasks_migrated(raised.value)
