@@ -309,12 +309,14 @@ class Committer:
         coordinator aborts a transaction past that age at its next scan (every 10 s). Waiting on (to 60
         s) was measured on 2026-11-28: what it gained came from the abort that a record's timeout
         then forced, and a commit that outlived the coordinator's scan was fenced, which costs a new
-        producer. So at the deadline the transaction is aborted here, while
-        the producer can still do it: the tasks resume from the last commit with the same producer
-        (:class:`TransactionAbortedError`), where the error passed on used to close every task
-        without a commit and replace the producer (task migration). Only when the abort fails too, or
-        the cluster is gone (:attr:`cluster_lost`, which also ends the wait at once), does the last
-        error go on to :meth:`_raise_txn`.
+        producer. So at the deadline of ``send_offsets_to_transaction`` the
+        transaction is aborted here, while the producer can still do it: the tasks resume from the
+        last commit with the same producer (:class:`TransactionAbortedError`), where the error passed
+        on used to close every task without a commit and replace the producer (task migration). A
+        ``commit_transaction`` that timed out cannot be aborted: librdkafka goes on committing in the
+        background and refuses the abort (``_CONFLICT``). Then, and when the abort fails too, or the
+        cluster is gone (:attr:`cluster_lost`, which also ends the wait at once), the last error goes
+        on to :meth:`_raise_txn`.
         """
         while True:
             try:
@@ -333,6 +335,10 @@ class Committer:
                 if self.cluster_lost():
                     self._raise_txn(exc, step)
                 if time.monotonic() >= deadline:
+                    if step == "commit_transaction":
+                        # a timed-out commit goes on in librdkafka's background ("resumable"), which
+                        # refuses an abort meanwhile (_CONFLICT, seen in a hard bounce)
+                        self._raise_txn(exc, step)
                     self._abort_at_deadline(exc, step)
                 log.info("exactly-once: %s failed with a retriable error (%s); retrying", step, err)
                 self.collector.poll()

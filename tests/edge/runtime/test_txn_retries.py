@@ -115,26 +115,37 @@ def _committer(producer: _Producer, timeout_s: float = 10.0) -> Committer:
     return Committer(_Consumer(), producer, _Collector(), exactly_once=True, timeout_s=timeout_s)  # type: ignore[arg-type]
 
 
-def test_a_commit_left_failing_at_the_deadline_aborts_and_resumes_from_the_last_commit() -> None:
-    """A hard bounce of a leader the transaction wrote to: commit_transaction still timed out at
-    transaction.timeout.ms (records waiting for the partition's new leader). librdkafka would fail those
-    records at that age anyway and the coordinator abort the transaction, so the committer aborts it
-    itself: the tasks resume from the last commit with the same producer. Before, the timeout went on
-    as task migration: every task closed without a commit and a new producer."""
-    timeout = KafkaError(KafkaError._TIMED_OUT, "Failed to flush all outstanding messages", retriable=True)
-    producer = _Producer({"commit": [timeout] * 1000})
+def test_offsets_left_failing_at_the_deadline_abort_and_resume_from_the_last_commit() -> None:
+    """A hard bounce of the group coordinator's node: send_offsets_to_transaction still timed out at
+    transaction.timeout.ms. librdkafka fails the transaction's records at that age anyway and the
+    coordinator aborts such a transaction, so the committer aborts it itself: the tasks resume from the
+    last commit with the same producer. Before, the timeout went on as task migration: every task
+    closed without a commit and a new producer."""
+    timeout = KafkaError(KafkaError._TIMED_OUT, "TxnOffsetCommit timed out", retriable=True)
+    producer = _Producer({"send_offsets": [timeout] * 1000})
     committer = _committer(producer, timeout_s=0.3)
-    with pytest.raises(TransactionAbortedError, match=r"commit_transaction still failed after 0.3 s"):
+    with pytest.raises(TransactionAbortedError, match=r"send_offsets_to_transaction still failed after"):
         committer.commit([_Task()])  # type: ignore[list-item]
-    assert producer.calls[-1] == "abort"
+    assert producer.calls[-1] == "abort" and "commit" not in producer.calls
     assert not committer.txn_open and not committer.fatal
 
 
-def test_an_abort_that_fails_at_the_deadline_passes_the_commit_error_on() -> None:
-    timeout = KafkaError(KafkaError._TIMED_OUT, "commit timed out", retriable=True)
+def test_a_commit_left_timing_out_at_the_deadline_is_not_aborted() -> None:
+    """librdkafka goes on with a timed-out commit_transaction in the background and refuses an abort
+    meanwhile (_CONFLICT, seen in a hard bounce of the read leader): the error goes on (migration)."""
+    timeout = KafkaError(KafkaError._TIMED_OUT, "Failed to flush all outstanding messages", retriable=True)
+    producer = _Producer({"commit": [timeout] * 1000})
+    with pytest.raises(KafkaException, match="Failed to flush") as raised:
+        _committer(producer, timeout_s=0.3).commit([_Task()])  # type: ignore[list-item]
+    assert "abort" not in producer.calls
+    assert _outage(exactly_once=True).tasks_migrated(raised.value)
+
+
+def test_an_abort_that_fails_at_the_deadline_passes_the_offsets_error_on() -> None:
+    timeout = KafkaError(KafkaError._TIMED_OUT, "TxnOffsetCommit timed out", retriable=True)
     abort_timeout = KafkaError(KafkaError._TIMED_OUT, "abort timed out", retriable=True)
-    producer = _Producer({"commit": [timeout] * 1000, "abort": [abort_timeout]})
-    with pytest.raises(KafkaException, match="commit timed out") as raised:
+    producer = _Producer({"send_offsets": [timeout] * 1000, "abort": [abort_timeout]})
+    with pytest.raises(KafkaException, match="TxnOffsetCommit timed out") as raised:
         _committer(producer, timeout_s=0.3).commit([_Task()])  # type: ignore[list-item]
     assert _outage(exactly_once=True).tasks_migrated(raised.value)
 
