@@ -309,8 +309,8 @@ class Committer:
         coordinator aborts a transaction past that age at its next scan (every 10 s). Waiting on (to 60
         s) was measured on 2026-11-28: what it gained came from the abort that a record's timeout
         then forced, and a commit that outlived the coordinator's scan was fenced, which costs a new
-        producer. So at the deadline of ``send_offsets_to_transaction`` the
-        transaction is aborted here, while the producer can still do it: the tasks resume from the
+        producer. So at the deadline of ``send_offsets_to_transaction`` the transaction is aborted
+        here, while the producer can still do it: the tasks resume from the
         last commit with the same producer (:class:`TransactionAbortedError`), where the error passed
         on used to close every task without a commit and replace the producer (task migration). A
         ``commit_transaction`` that timed out cannot be aborted: librdkafka goes on committing in the
@@ -330,9 +330,7 @@ class Committer:
                     and not err.fatal()
                     and not err.txn_requires_abort()
                 )
-                if not retriable:
-                    self._raise_txn(exc, step)
-                if self.cluster_lost():
+                if not retriable or self.cluster_lost():
                     self._raise_txn(exc, step)
                 if time.monotonic() >= deadline:
                     if step == "commit_transaction":
@@ -350,9 +348,7 @@ class Committer:
         fatal) or else ``exc`` (see :meth:`_txn_call`)."""
         age = self.txn_age_s
         try:
-            self.abort()
-        except (ProducerFencedError, ProducerFatalError):
-            raise
+            self.abort()  # a fenced or fatal abort raises its own error
         except KafkaException as abort_exc:
             log.warning(
                 "exactly-once: aborting the transaction open for %.1f s failed too (%s) after %s "
