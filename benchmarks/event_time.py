@@ -171,7 +171,9 @@ def produce_timestamped(
 
 
 def _fresh_topic(client: KafkaClientConfig, topic: str) -> None:
-    ensure_topics(client, [topic])
+    # the events carry historical timestamps (BASE_MS): a time-based retention would let Apache Kafka
+    # delete them while a system reads them (its consumer then resets and reads the input twice)
+    ensure_topics(client, [topic], **{"retention.ms": "-1"})
     have = sum(end_offsets(client, topic))
     if have:
         raise RuntimeError(f"input topic {topic} already holds {have} records; use a new name")

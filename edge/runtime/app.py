@@ -80,6 +80,15 @@ log = logging.getLogger(__name__)
 
 #: the restore consumer's ``fetch.wait.max.ms`` unless the user sets one (see ``_aux_consumer_conf``)
 RESTORE_FETCH_WAIT_MS = 10
+#: the main consumer's ``fetch.wait.max.ms`` when some task reads several partitions, unless the user or
+#: the broker profile sets one. Such a task pauses a partition buffering more than
+#: ``buffered.records.per.partition`` records, and librdkafka drops a paused partition's prefetched
+#: records: on resume they are fetched again, and that fetch waits behind any fetch the broker is holding
+#: for partitions at their end, up to ``fetch.wait.max.ms`` (Kafka's 500 ms). Measured on Apache Kafka,
+#: a 300k-record stream-stream join caught up in 39 s with 500 ms, 13 s with 100 ms, 11 s with no pauses.
+#: (Kafka's consumer keeps a paused partition's fetched records.) The price: an idle consumer asks 10
+#: times a second instead of twice.
+GROUPED_FETCH_WAIT_MS = 100
 
 
 def resolve_topology(obj: Any, optimization: str | None = None) -> Any:
@@ -365,6 +374,8 @@ class StreamsApp:
         ):
             # tasks reading several partitions learn "caught up" (lag 0) from end-of-partition events
             main_conf["enable.partition.eof"] = True
+        if any(len(st.source_topics) > 1 for st in self.plan.subtopologies.values()):
+            main_conf.setdefault("fetch.wait.max.ms", GROUPED_FETCH_WAIT_MS)
         # cooperative (only moved tasks pause) unless upgrade.from or co-partitioned sources need eager
         self.protocol = plan_protocol(cfg, self.plan)
         main_conf["partition.assignment.strategy"] = self.protocol.strategy
@@ -373,6 +384,7 @@ class StreamsApp:
             # the member's join state, at once: a periodic commit waits out a join (StreamThread)
             main_conf["logger"] = self.join_state
             with_cgrp_debug(main_conf)
+        self._main_conf = main_conf
         self.consumer = Consumer(main_conf)
         # the group drops a member it has not heard from for session.timeout.ms: so do we (our tasks)
         self.watchdog = ClusterWatchdog(

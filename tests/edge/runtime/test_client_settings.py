@@ -15,8 +15,9 @@ import pytest
 from confluent_kafka import Producer
 
 from edge import Consumed, Produced, Serdes, StreamsBuilder
+from edge.dsl.windows import JoinWindows
 from edge.runtime import StreamsApp
-from edge.runtime.app import RESTORE_FETCH_WAIT_MS
+from edge.runtime.app import GROUPED_FETCH_WAIT_MS, RESTORE_FETCH_WAIT_MS
 from edge.runtime.client_settings import client_scope, sort_settings
 from edge.runtime.config import StreamsConfig, StreamsConfigError
 from tests.edge.runtime.harness import OutputReader
@@ -269,5 +270,47 @@ def test_the_restore_consumer_does_not_wait_at_a_changelogs_end_unless_told_to(
             assert int(app.reader._conf["fetch.wait.max.ms"]) == want
             # the standby consumer tails its changelogs: it keeps the broker's long poll (or the user's)
             assert app._aux_consumer_conf("standby").get("fetch.wait.max.ms") == ("50" if extra else None)
+        finally:
+            app.close(30)
+
+
+@pytest.mark.timeout(120)
+def test_a_task_reading_several_partitions_does_not_refetch_behind_a_long_poll(
+    kafka_broker, make_topic, unique_name, tmp_path: Path
+):
+    """A join's task pauses a partition that buffers too much, and librdkafka drops what it prefetched for
+    it: the fetch after the resume waited behind the broker's long poll (500 ms on a real cluster), which
+    made a join catching up 3x slower. Such apps' main consumer waits 100 ms unless the user says
+    otherwise; apps whose tasks read one partition keep the broker's default."""
+    left, right = make_topic("left", 1), make_topic("right", 1)
+    joined = StreamsBuilder()
+    consumed = Consumed.with_(Serdes.string(), Serdes.string())
+    joined.stream(left, consumed).join(
+        joined.stream(right, consumed), lambda a, b: a + b, JoinWindows.of_time_difference_with_no_grace(1000)
+    ).to(make_topic("joined", 1), Produced.with_(Serdes.string(), Serdes.string()))
+    single = StreamsBuilder()
+    single.stream(left, consumed).to(make_topic("copy", 1), Produced.with_(Serdes.string(), Serdes.string()))
+    cases = (
+        (joined, {}, GROUPED_FETCH_WAIT_MS),
+        (joined, {"main.consumer.fetch.max.wait.ms": "300"}, "300"),
+        (joined, {"fetch.max.wait.ms": "250"}, "250"),
+        (single, {}, None),
+    )
+    for builder, extra, want in cases:
+        app_id = unique_name("app")
+        config = {
+            "application.id": app_id,
+            "bootstrap.servers": kafka_broker.bootstrap_servers,
+            "broker.profile": "real",  # no embedded-broker fetch defaults
+            "state.dir": str(tmp_path / app_id),
+            "http.enabled": "false",
+        }
+        app = StreamsApp(builder.build(), {**config, **extra})
+        app.start()
+        try:
+            assert app._main_conf.get("fetch.wait.max.ms") == want, (
+                extra,
+                app._main_conf.get("fetch.wait.max.ms"),
+            )
         finally:
             app.close(30)
