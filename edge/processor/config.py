@@ -27,6 +27,10 @@ class TaskConfig:
     deserialization_exception_handler: ExceptionHandler = field(default_factory=LogAndFailHandler)
     processing_exception_handler: ExceptionHandler = field(default_factory=LogAndFailHandler)
     cache_max_bytes: int = 10 * 1024 * 1024
+    #: NOT Kafka Streams: each stream-stream join window store keeps its most recent records in memory
+    #: too, up to this many bytes, and answers the other side's look-ups from there (0: off; see
+    #: :mod:`edge.state.join_window`)
+    join_index_max_bytes: int = 16 * 1024 * 1024
     state_dir: Path | None = None
     commit_interval_ms: int = 30_000
     #: time every state-store operation into a ``StoreMetrics`` per store (~0.2 us per operation, two

@@ -260,6 +260,7 @@ class StreamTask:
                     changelog_topic=pt.changelog_topics.get(name),
                     changelog_sink=self.changelog_sink,
                     cache_max_bytes=self.config.cache_max_bytes // cached,
+                    join_index_max_bytes=self.config.join_index_max_bytes,
                     metrics=StoreMetrics() if timed else None,
                     changelog_collapse=self.config.changelog_collapse,
                     record_timestamp=lambda: meta.timestamp,

@@ -296,6 +296,7 @@ class StreamsApp:
             "processing_exception_handler": CountingHandler(proc, "processing", counters),
             "production_exception_handler": cfg.default_production_exception_handler,
             "cache_max_bytes": cfg.cache_max_bytes,
+            "join_index_max_bytes": cfg.join_index_max_bytes,
             "state_dir": Path(cfg.state_dir),
             "commit_interval_ms": cfg.effective_commit_interval_ms,
             "changelog_collapse": cfg.changelog_collapse,

@@ -141,6 +141,9 @@ class StreamsConfig:
     #: stable identity of this instance (transactional.id suffix); default: persisted in the state dir
     instance_id: str | None = None
     cache_max_bytes: int = 10 * 1024 * 1024
+    #: NOT Kafka Streams: per stream-stream join window store, bytes of recent records also kept in memory
+    #: to answer the join's look-ups without RocksDB (0: off)
+    join_index_max_bytes: int = 16 * 1024 * 1024
     #: stores without the record cache send their changelog records collapsed per key at each commit
     #: (one per key per commit, not one per write: fewer records to produce and to restore; the
     #: restored state is the same). False: one changelog record per store write.
@@ -231,6 +234,7 @@ class StreamsConfig:
             # -1 is the broker's default; 0 and other negatives are refused as Kafka Streams refuses them
             ("replication.factor", None if self.replication_factor == -1 else self.replication_factor, 1),
             ("cache.max.bytes.buffering", self.cache_max_bytes, 0),
+            ("join.index.max.bytes", self.join_index_max_bytes, 0),
             ("max.poll.records", self.max_poll_records, 1),
             ("poll.ms", self.poll_ms, 0),
             ("restore.batch.records", self.restore_batch_records, 1),
@@ -428,6 +432,7 @@ _INT_FIELDS = {
     "probing_rebalance_interval_ms",
     "replication_factor",
     "cache_max_bytes",
+    "join_index_max_bytes",
     "max_poll_records",
     "poll_ms",
     "restore_batch_records",
@@ -482,6 +487,7 @@ _ALIASES = {
     "cache.max.bytes.buffering": "cache_max_bytes",
     "statestore.cache.max.bytes": "cache_max_bytes",
     "changelog.collapse": "changelog_collapse",
+    "join.index.max.bytes": "join_index_max_bytes",
     "max.poll.records": "max_poll_records",
     "poll.ms": "poll_ms",
     "restore.batch.records": "restore_batch_records",

@@ -233,6 +233,8 @@ class StoreContext:
     changelog_topic: str | None = None  # None = logging disabled
     changelog_sink: ChangelogSink | None = None
     cache_max_bytes: int = 10 * 1024 * 1024  # this store's share of cache.max.bytes.buffering; 0 = off
+    #: a stream-stream join store's in-memory index of its recent records (``join.index.max.bytes``)
+    join_index_max_bytes: int = 16 * 1024 * 1024
     metrics: StoreMetrics | None = None
     #: returns the timestamp of the record currently being processed; the task replaces it.
     record_timestamp: Callable[[], int] = field(default=_wall_clock_ms)

@@ -249,6 +249,8 @@ class KStreamKStreamJoinSide(Processor):
         self.context = context
         self._forward = forward_all(context)
         self._other = context.get_state_store(self._other_store_name)
+        fetch_list = getattr(self._other, "fetch_list", None)
+        self._fetch_other = fetch_list if fetch_list is not None else self._fetch_other_iterated
         self._tracker = self._trackers.get(context.task_id)
         self._outer_store = None
         if self._outer_store_name is not None:
@@ -257,6 +259,10 @@ class KStreamKStreamJoinSide(Processor):
 
     def close(self) -> None:
         self._trackers.remove(self.context.task_id)
+
+    def _fetch_other_iterated(self, key: Any, time_from: int, time_to: int) -> list[tuple[int, Any]]:
+        with self._other.fetch(key, time_from, time_to) as it:
+            return list(it)
 
     def _join(self, key: Any, this: Any, other: Any) -> Any:
         return self._joiner(key, this, other) if self._is_left else self._joiner(key, other, this)
@@ -280,8 +286,7 @@ class KStreamKStreamJoinSide(Processor):
             self._emit_non_joined(store, record)
         time_from = max(0, ts - self._join_before)
         time_to = max(0, ts + self._join_after)
-        with self._other.fetch(key, time_from, time_to) as it:
-            matches = list(it)
+        matches = self._fetch_other(key, time_from, time_to)
         if matches:
             forward, headers = self._forward, record.headers
             for other_ts, other_value in matches:

@@ -314,3 +314,16 @@ def test_a_task_reading_several_partitions_does_not_refetch_behind_a_long_poll(
             )
         finally:
             app.close(30)
+
+
+def test_the_join_index_budget_is_a_setting_and_refuses_a_negative_one():
+    cfg = StreamsConfig.from_mapping(
+        {"join.index.max.bytes": "0"}, application_id="app", bootstrap_servers="127.0.0.1:9"
+    )
+    assert cfg.join_index_max_bytes == 0
+    default = StreamsConfig.from_mapping({}, application_id="app", bootstrap_servers="127.0.0.1:9")
+    assert default.join_index_max_bytes == 16 * 1024 * 1024
+    with pytest.raises(StreamsConfigError, match=r"join\.index\.max\.bytes"):
+        StreamsConfig.from_mapping(
+            {"join.index.max.bytes": "-1"}, application_id="app", bootstrap_servers="127.0.0.1:9"
+        )
