@@ -12,7 +12,8 @@ Lag: the main consumer then runs with ``enable.partition.eof``: a partition is "
 its end-of-partition event until its next record; before its first event its lag is unknown, so a task
 waits for every partition's first fetch -- which is what makes a join of two topics produced one after the
 other process them in timestamp order. A partition buffering more than ``buffered.records.per.partition``
-records is paused until its task catches up (Kafka does the same).
+records after its task processed what it could is paused until the task catches up (Kafka pauses as
+records arrive; see :meth:`RecordRouter._pause_overfull`).
 """
 
 from __future__ import annotations
@@ -48,6 +49,8 @@ class RecordRouter:
         self._consumer = consumer
         self.limit = buffered_per_partition
         self.paused: set[tuple[str, int]] = set()
+        #: partitions paused so far (each pause makes librdkafka fetch the partition's records again)
+        self.pauses = 0
 
     # -- consumed batches ---------------------------------------------------------------------------
     def dispatch(self, msgs: list[Any]) -> int:
@@ -101,10 +104,8 @@ class RecordRouter:
             n += task.process_batch(batch, on_error)
         for tp, records in buffered.items():
             group = groups[tp]
-            size = group.add_records(tp[0], tp[1], records)
+            group.add_records(tp[0], tp[1], records)
             group.set_lag(tp[0], tp[1], UNKNOWN)
-            if size > self.limit and tp not in self.paused:
-                self._pause(tp)
         for tp in eof:
             groups[tp].set_lag(tp[0], tp[1], 0)
         return n
@@ -128,6 +129,7 @@ class RecordRouter:
                 task, record = nxt
                 task.process_stamped(record)
                 n += 1
+        self._pause_overfull()
         if self.paused:
             self._resume_drained()
         return n
@@ -140,7 +142,19 @@ class RecordRouter:
         with contextlib.suppress(Exception):
             consumer.pause([TopicPartition(tp[0], tp[1])])
             self.paused.add(tp)
+            self.pauses += 1
             log.debug("paused %s-%d: more than %d records buffered", tp[0], tp[1], self.limit)
+
+    def _pause_overfull(self) -> None:
+        """Pause the partitions still buffering more than the limit once their tasks processed what they
+        could. Kafka pauses as records are added, which costs its consumer nothing; librdkafka drops what
+        it prefetched for a paused partition and fetches it again on resume, so a partition is paused
+        only when processing did not bring it back under the limit (the records are in memory either
+        way: at most the limit plus one ``max.poll.records`` batch)."""
+        limit, paused = self.limit, self.paused
+        for tp, group in self.registry.groups.items():
+            if tp not in paused and group.buffered(*tp) > limit:
+                self._pause(tp)
 
     def _resume_drained(self) -> None:
         groups = self.registry.groups

@@ -118,6 +118,31 @@ def test_two_topics_of_one_task_are_processed_in_timestamp_order(
         app.close(20)
 
 
+def test_a_partition_buffering_past_the_limit_is_paused_and_resumed_without_losing_order(
+    kafka_broker, make_topic, unique_name, tmp_path
+):
+    """``buffered.records.per.partition``: a partition whose task cannot take its records yet (they are
+    later than the other partition's) is paused once it holds more than the limit, resumed as the task
+    catches up, and every record is still processed once, in timestamp order."""
+    left, right = make_topic("left", 1), make_topic("right", 1)
+    n = 3000
+    _produce(kafka_broker, left, [("k", f"L{ts}".encode(), ts) for ts in range(2, 2 * n + 1, 2)])
+    _produce(kafka_broker, right, [("k", f"R{ts}".encode(), ts) for ts in range(1, 2 * n, 2)])
+    log: list = []
+    app = _recording_app(
+        kafka_broker, unique_name, tmp_path, [left, right], log, **{"buffered.records.per.partition": 50}
+    )
+    app.start()
+    try:
+        _wait(lambda: len(log) >= 2 * n, 60, f"{2 * n} records")
+        assert [ts for _, _, ts in log] == list(range(1, 2 * n + 1))
+        router = app._stream.router
+        assert router.pauses > 0, "a partition holding more than 50 records is paused"
+        _wait(lambda: not router.paused, 10, "every partition resumed")
+    finally:
+        app.close(20)
+
+
 def test_wall_clock_punctuator_fires_with_no_input(kafka_broker, make_topic, unique_name, tmp_path):
     src = make_topic("in", 1)
     log: list = []
