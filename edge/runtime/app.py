@@ -89,6 +89,8 @@ RESTORE_FETCH_WAIT_MS = 10
 #: (Kafka's consumer keeps a paused partition's fetched records.) The price: an idle consumer asks 10
 #: times a second instead of twice.
 GROUPED_FETCH_WAIT_MS = 100
+#: librdkafka's (and Kafka's) ``max.partition.fetch.bytes`` default
+LIBRDKAFKA_MAX_PARTITION_FETCH_BYTES = 1_048_576
 
 
 def resolve_topology(obj: Any, optimization: str | None = None) -> Any:
@@ -509,6 +511,9 @@ class StreamsApp:
             closing=self._closing,
             queries=self._queries,
             replace_producer=self._replace_producer,
+            fetch_bytes_per_partition=int(
+                self._main_conf.get("max.partition.fetch.bytes", LIBRDKAFKA_MAX_PARTITION_FETCH_BYTES)
+            ),
         )
         self._stream.listener.join_state = self.join_state
 

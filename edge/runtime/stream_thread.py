@@ -81,6 +81,7 @@ class StreamThread:
         closing: threading.Event,
         queries: queue.SimpleQueue[Query],
         replace_producer: Callable[[], None],
+        fetch_bytes_per_partition: int = 1_048_576,
     ) -> None:
         self.config = config
         self.client = client
@@ -109,6 +110,7 @@ class StreamThread:
             self.consumer_error,
             lambda: self.consumer,
             buffered_per_partition=config.buffered_records_per_partition,
+            buffered_bytes_per_partition=fetch_bytes_per_partition,
         )
 
     # -- the thread ---------------------------------------------------------------------------------------

@@ -118,27 +118,35 @@ def test_two_topics_of_one_task_are_processed_in_timestamp_order(
         app.close(20)
 
 
+@pytest.mark.parametrize("fetch_bytes", [2_000, None])
 def test_a_partition_buffering_past_the_limit_is_paused_and_resumed_without_losing_order(
-    kafka_broker, make_topic, unique_name, tmp_path
+    kafka_broker, make_topic, unique_name, tmp_path, fetch_bytes
 ):
-    """``buffered.records.per.partition``: a partition whose task cannot take its records yet (they are
-    later than the other partition's) is paused once it holds more than the limit, resumed as the task
-    catches up, and every record is still processed once, in timestamp order."""
+    """A partition whose task cannot take its records yet (they are later than the other partition's) is
+    paused once it holds more than ``buffered.records.per.partition`` records and more than
+    ``max.partition.fetch.bytes`` (what Kafka's consumer would still hold for it), resumed as the task
+    catches up, and every record is still processed once, in timestamp order. Under the byte limit
+    (1 MiB by default) nothing is paused: librdkafka would only fetch those records again."""
     left, right = make_topic("left", 1), make_topic("right", 1)
     n = 3000
-    _produce(kafka_broker, left, [("k", f"L{ts}".encode(), ts) for ts in range(2, 2 * n + 1, 2)])
-    _produce(kafka_broker, right, [("k", f"R{ts}".encode(), ts) for ts in range(1, 2 * n, 2)])
+    pad = "x" * 100
+    _produce(kafka_broker, left, [("k", f"L{ts}{pad}".encode(), ts) for ts in range(2, 2 * n + 1, 2)])
+    _produce(kafka_broker, right, [("k", f"R{ts}{pad}".encode(), ts) for ts in range(1, 2 * n, 2)])
     log: list = []
-    app = _recording_app(
-        kafka_broker, unique_name, tmp_path, [left, right], log, **{"buffered.records.per.partition": 50}
-    )
+    config = {"buffered.records.per.partition": 50}
+    if fetch_bytes is not None:
+        config["main.consumer.max.partition.fetch.bytes"] = fetch_bytes
+    app = _recording_app(kafka_broker, unique_name, tmp_path, [left, right], log, **config)
     app.start()
     try:
         _wait(lambda: len(log) >= 2 * n, 60, f"{2 * n} records")
         assert [ts for _, _, ts in log] == list(range(1, 2 * n + 1))
         router = app._stream.router
-        assert router.pauses > 0, "a partition holding more than 50 records is paused"
-        _wait(lambda: not router.paused, 10, "every partition resumed")
+        if fetch_bytes is None:
+            assert router.pauses == 0, "about 315 KB per partition at most: under the 1 MiB limit"
+        else:
+            assert router.pauses > 0, "more than 50 records and 2,000 bytes buffered: paused"
+            _wait(lambda: not router.paused, 10, "every partition resumed")
     finally:
         app.close(20)
 
