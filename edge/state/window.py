@@ -540,19 +540,13 @@ class WindowStoreBuilder(_WindowedBuilderOptions):
             store = ChangeLoggingKeyValueStore(store)
         if self.caching_enabled and not self.retain_duplicates:
             store = CachingKeyValueStore(store)
+        metered: type[MeteredWindowStore] = MeteredWindowStore
         if self.retain_duplicates:
             from edge.state.join_window import IndexedJoinWindowStore
 
             # a join side's store: its recent records are looked up once per record of the other side
-            return IndexedJoinWindowStore(
-                store,
-                self.key_serde,
-                self.value_serde,
-                window_size_ms=self.window_size_ms,
-                retention_ms=self.retention_ms,
-                retain_duplicates=True,
-            )
-        return MeteredWindowStore(
+            metered = IndexedJoinWindowStore
+        return metered(
             store,
             self.key_serde,
             self.value_serde,

@@ -243,6 +243,18 @@ def test_a_kafka_streams_properties_file_runs_unchanged(
 
 
 @pytest.mark.broker
+def _real_profile_config(kafka_broker, unique_name, tmp_path: Path) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    """A fresh app's settings under the real-cluster profile (no embedded-broker fetch defaults)."""
+    app_id = unique_name("app")
+    return {
+        "application.id": app_id,
+        "bootstrap.servers": kafka_broker.bootstrap_servers,
+        "broker.profile": "real",
+        "state.dir": str(tmp_path / app_id),
+        "http.enabled": "false",
+    }
+
+
 @pytest.mark.timeout(120)
 def test_the_restore_consumer_does_not_wait_at_a_changelogs_end_unless_told_to(
     kafka_broker, make_topic, unique_name, tmp_path: Path
@@ -256,15 +268,7 @@ def test_the_restore_consumer_does_not_wait_at_a_changelogs_end_unless_told_to(
     )
     topology = builder.build()
     for extra, want in (({}, RESTORE_FETCH_WAIT_MS), ({"restore.consumer.fetch.max.wait.ms": "50"}, 50)):
-        app_id = unique_name("app")
-        config = {
-            "application.id": app_id,
-            "bootstrap.servers": kafka_broker.bootstrap_servers,
-            "broker.profile": "real",  # no embedded-broker fetch defaults
-            "state.dir": str(tmp_path / app_id),
-            "http.enabled": "false",
-        }
-        app = StreamsApp(topology, {**config, **extra})
+        app = StreamsApp(topology, {**_real_profile_config(kafka_broker, unique_name, tmp_path), **extra})
         app.start()
         try:
             assert int(app.reader._conf["fetch.wait.max.ms"]) == want
@@ -297,14 +301,7 @@ def test_a_task_reading_several_partitions_does_not_refetch_behind_a_long_poll(
         (single, {}, None),
     )
     for builder, extra, want in cases:
-        app_id = unique_name("app")
-        config = {
-            "application.id": app_id,
-            "bootstrap.servers": kafka_broker.bootstrap_servers,
-            "broker.profile": "real",  # no embedded-broker fetch defaults
-            "state.dir": str(tmp_path / app_id),
-            "http.enabled": "false",
-        }
+        config = _real_profile_config(kafka_broker, unique_name, tmp_path)
         app = StreamsApp(builder.build(), {**config, **extra})
         app.start()
         try:
