@@ -25,7 +25,7 @@ from typing import Any
 
 from edge.serde.windowed import window_store_key
 from edge.state.api import StoreContext
-from edge.state.window import MeteredWindowStore
+from edge.state.window_store import MeteredWindowStore
 
 #: a join window store's default in-memory index budget (bytes of keys and values, plus the overhead below)
 DEFAULT_JOIN_INDEX_MAX_BYTES = 16 * 1024 * 1024
