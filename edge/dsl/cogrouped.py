@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from edge.dsl.builder import store_spec
 from edge.dsl.kstream import repartition_node
-from edge.dsl.ktable import KTable
+from edge.dsl.ktable import KTable, OldValuesRequest
 from edge.dsl.options import Materialized, Named, materialized_of, name_of
 from edge.dsl.windowed import SessionWindowedKStream, TimeWindowedKStream
 from edge.dsl.windows import SessionWindows, SlidingWindows, TimeWindows
@@ -101,9 +101,13 @@ class CogroupedKStream:
         def make(store: str, aggregator: Aggregator) -> Any:
             return KStreamAggregate(store, initializer, aggregator)
 
-        merge = self._build(store_name, spec, name_of(named), make)
+        old_values = OldValuesRequest()
+        merge = self._build(store_name, spec, name_of(named), make, old_values)
         getter = ValueGetterSupplier(lambda: StoreGetter(store_name), [store_name])
-        return KTable(self._builder, merge, spec.key_serde, spec.value_serde, store_name, getter)
+        return KTable(
+            self._builder, merge, spec.key_serde, spec.value_serde, store_name, getter,
+            old_values=old_values.enable,
+        )  # fmt: skip
 
     def windowed_by(
         self, windows: TimeWindows | SlidingWindows | SessionWindows
@@ -137,7 +141,16 @@ class CogroupedKStream:
         self._parents[id(grouped)] = node
         return node
 
-    def _build(self, store_name: str, spec: StoreSpec, named: str | None, make: MakeProcessor) -> GraphNode:
+    def _build(
+        self,
+        store_name: str,
+        spec: StoreSpec,
+        named: str | None,
+        make: MakeProcessor,
+        old_values: OldValuesRequest,
+    ) -> GraphNode:
+        """One aggregating processor per input and their merge; ``old_values`` reaches every one of them
+        (Kafka's ``KTablePassThrough`` enables old values on each of its parents)."""
         names = self._builder.names
         parents = [(self._parent_of(g, store_name), agg) for g, agg in self._patterns.values()]
         processors: list[GraphNode] = []
@@ -146,7 +159,7 @@ class CogroupedKStream:
             proc_name = names.processor(naming.COGROUP_AGGREGATE, explicit)
 
             def supplier(agg: Aggregator = aggregator) -> Any:
-                return make(store_name, agg)
+                return old_values.apply(make(store_name, agg))
 
             processors.append(
                 self._builder.add_node(
@@ -190,12 +203,15 @@ class _WindowedCogrouped:
         spec.kind = "session" if session else "window"
         spec.window_size_ms = rules._window_size()
         spec.retention_ms = rules._check_retention(store_name, m.retention_ms)
-        merge = cg._build(store_name, spec, name_of(named), make)
+        old_values = OldValuesRequest()
+        merge = cg._build(store_name, spec, name_of(named), make, old_values)
         merge.windows = self._windows  # type: ignore[attr-defined]  # suppress() reads the grace here
         getter_cls = SessionStoreGetter if session else WindowStoreGetter
         getter = ValueGetterSupplier(lambda: getter_cls(store_name), [store_name])
         key_serde = None if spec.key_serde is None else rules._windowed_key_serde(spec.key_serde)
-        return KTable(cg._builder, merge, key_serde, spec.value_serde, store_name, getter)
+        return KTable(
+            cg._builder, merge, key_serde, spec.value_serde, store_name, getter, old_values=old_values.enable
+        )
 
 
 class TimeWindowedCogroupedKStream(_WindowedCogrouped):

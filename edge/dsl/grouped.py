@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from edge.dsl.builder import store_spec
 from edge.dsl.kstream import repartition_node
-from edge.dsl.ktable import KTable
+from edge.dsl.ktable import KTable, OldValuesRequest
 from edge.dsl.options import Materialized, Named, materialized_of, name_of
 from edge.processor.ops import aggregate as ops
 from edge.processor.ops.getters import StoreGetter, ValueGetterSupplier
@@ -113,13 +113,21 @@ class _Grouped:
                 )
                 parent = node if cached is None or self._repartition_name is None else cached
                 self._stream_repartition = parent
+        old_values = OldValuesRequest()
         node = self._builder.add_node(
             ProcessorGraphNode(
-                proc_name, [parent], lambda: make(store_name), stores=[store_name], new_stores=[spec]
+                proc_name,
+                [parent],
+                lambda: old_values.apply(make(store_name)),
+                stores=[store_name],
+                new_stores=[spec],
             )
         )
         getter = ValueGetterSupplier(lambda: StoreGetter(store_name), [store_name])
-        return KTable(self._builder, node, spec.key_serde, spec.value_serde, store_name, getter)
+        return KTable(
+            self._builder, node, spec.key_serde, spec.value_serde, store_name, getter,
+            old_values=old_values.enable,
+        )  # fmt: skip
 
 
 class KGroupedStream(_Grouped):

@@ -53,6 +53,27 @@ class _Flag:
         self.value = value
 
 
+class OldValuesRequest:
+    """Kafka's ``enableSendingOldValues`` on an aggregation's processor supplier: the aggregate's store
+    always holds the previous value, so the table agrees at once (``enable``, the KTable's
+    ``old_values`` hook), and its processors send old values only when a downstream operator asked
+    (``apply``, when a task builds them). Without old values a cached aggregate's flush reads no old
+    value per key from the store."""
+
+    __slots__ = ("requested",)
+
+    def __init__(self) -> None:
+        self.requested = False
+
+    def enable(self, _force_materialization: bool) -> bool:
+        self.requested = True
+        return True
+
+    def apply(self, processor: Any) -> Any:
+        processor.send_old_values = self.requested
+        return processor
+
+
 class TableSourceState:
     """Kafka's ``KTableSource`` bookkeeping for ``builder.table()`` and ``KStream.to_table()``.
 

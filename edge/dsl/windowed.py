@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from edge.dsl.builder import store_spec
 from edge.dsl.kstream import repartition_node
-from edge.dsl.ktable import KTable
+from edge.dsl.ktable import KTable, OldValuesRequest
 from edge.dsl.options import Materialized, Named, materialized_of, name_of
 from edge.dsl.windows import EmitStrategy, SessionWindows, SlidingWindows, TimeWindows
 from edge.errors import TopologyError
@@ -172,11 +172,12 @@ class _WindowedStream:
                 grouped.key_serde,
                 grouped.value_serde,
             )
+        old_values = OldValuesRequest()
         node = builder.add_node(
             ProcessorGraphNode(
                 proc_name,
                 [parent],
-                lambda: make(store_name, emit_final, metadata_store),
+                lambda: old_values.apply(make(store_name, emit_final, metadata_store)),
                 stores=stores,
                 new_stores=new_stores,
             )
@@ -186,7 +187,9 @@ class _WindowedStream:
         getter = ValueGetterSupplier(lambda: getter_cls(store_name), [store_name])
         inner = spec.key_serde
         key_serde = None if inner is None else self._windowed_key_serde(inner)
-        return KTable(builder, node, key_serde, spec.value_serde, store_name, getter)
+        return KTable(
+            builder, node, key_serde, spec.value_serde, store_name, getter, old_values=old_values.enable
+        )
 
 
 def _retention_error(store: str, kind: str, what: str, parts: str, retention_ms: int) -> TopologyError:

@@ -22,6 +22,18 @@ _pack_long_ts = _TS_LONG.pack
 _unpack_long_ts = _TS_LONG_UNPACK
 
 
+def _packed_long(value: Any, timestamp: int) -> bytes | None:
+    """The 16 stored bytes of ``ValueAndTimestamp(value, timestamp)`` in a long-valued store (the serde's
+    ``_TS_LONG.pack(timestamp, value)``), or None when the serde must decide (None, not an int, out of
+    range)."""
+    if value.__class__ is not int:
+        return None
+    try:
+        return _pack_long_ts(timestamp, value)
+    except Exception:
+        return None
+
+
 def DISCARD_CHANGES(*_: Any) -> None:
     """The flush listener of a table node without children (a sentinel, compared by identity): see
     :meth:`MeteredKeyValueStore.set_flush_listener`."""
@@ -68,6 +80,7 @@ class MeteredKeyValueStore:
         for name in _TIMED:
             d.pop(name, None)
         d.pop("put_timestamped", None)
+        d.pop("put_timestamped_with_headers", None)
         if self._metrics is not None:
             for name in _TIMED:
                 d[name] = getattr(self, "_timed_" + name)
@@ -76,6 +89,7 @@ class MeteredKeyValueStore:
             # ValueAndTimestamp the serde would take apart again and without a call into the serde
             # (timed stores keep the generic paths, which time ``get`` and ``put``)
             d["put_timestamped"] = self._put_long_timestamped
+            d["put_timestamped_with_headers"] = self._put_long_timestamped_with_headers
             d["get"] = self._get_long_timestamped
 
     @property
@@ -185,18 +199,13 @@ class MeteredKeyValueStore:
 
     def _put_long_timestamped(self, key: Any, value: Any, timestamp: int) -> None:
         """``put_timestamped`` of a ``ValueAndTimestampSerde(Serdes.long())`` store: the serde's fast path
-        (``_TS_LONG.pack(timestamp, value)``) inlined; anything else (None, not an int, out of range)
-        takes the generic path, which serializes -- or fails -- exactly as before."""
-        if value.__class__ is int and key is not None:
-            try:
-                vb = _pack_long_ts(timestamp, value)
-            except Exception:
-                pass
-            else:
-                topic = self._topic
-                self._iput(self._kser(topic, key), vb, timestamp)
-                return
-        MeteredKeyValueStore.put_timestamped(self, key, value, timestamp)
+        inlined (``_packed_long``); anything else takes the generic path, which serializes -- or fails --
+        exactly as before."""
+        vb = _packed_long(value, timestamp)
+        if vb is None or key is None:
+            MeteredKeyValueStore.put_timestamped(self, key, value, timestamp)
+            return
+        self._iput(self._kser(self._topic, key), vb, timestamp)
 
     def put_with_headers(self, key: Any, value: Any, timestamp: int, headers: Any) -> None:
         """``put`` into a caching stack that keeps ``headers`` with the dirty entry, so the flush
@@ -205,6 +214,20 @@ class MeteredKeyValueStore:
             raise StateStoreError("state store keys must not be None", store=self.name)
         topic = self._topic
         self._iput(self._kser(topic, key), self._vser(topic, value), timestamp, headers)
+
+    def put_timestamped_with_headers(self, key: Any, value: Any, timestamp: int, headers: Any) -> None:
+        """``put_with_headers(key, ValueAndTimestamp(value, timestamp), timestamp, headers)`` (``value=None``:
+        put None): a cached aggregate's write; a long-valued store packs the bytes directly."""
+        vt = None if value is None else _tuple_new(ValueAndTimestamp, (value, timestamp))
+        self.put_with_headers(key, vt, timestamp, headers)
+
+    def _put_long_timestamped_with_headers(self, key: Any, value: Any, timestamp: int, headers: Any) -> None:
+        """``put_timestamped_with_headers`` of a count's store: ``_put_long_timestamped``'s fast path."""
+        vb = _packed_long(value, timestamp)
+        if vb is None or key is None:
+            MeteredKeyValueStore.put_timestamped_with_headers(self, key, value, timestamp, headers)
+            return
+        self._iput(self._kser(self._topic, key), vb, timestamp, headers)
 
     def put_if_absent(self, key: Any, value: Any, timestamp: int | None = None) -> Any:
         if timestamp is None:

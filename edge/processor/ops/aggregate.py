@@ -18,12 +18,18 @@ log = logging.getLogger(__name__)
 
 
 class _StoreBacked(Processor):
+    #: Kafka's ``sendOldValues`` of an aggregation: whether updates carry the previous aggregate. The DSL
+    #: sets it per processor from what downstream operators asked for (``edge.dsl.ktable.OldValuesRequest``);
+    #: off, a cached store's flush reads no old value per key, as Kafka's does not. A processor built
+    #: by hand keeps sending them.
+    send_old_values = True
+
     def __init__(self, store_name: str) -> None:
         self._store_name = store_name
 
     def init(self, context: ProcessorContext) -> None:
         self.context = context
-        emitter = TableEmitter(context, self._store_name)
+        emitter = TableEmitter(context, self._store_name, self.send_old_values)
         self._emit = emitter.emit
         self._get = emitter.store.get
 

@@ -23,7 +23,7 @@ class TableEmitter:
     store keeps each dirty key's headers, so the flushed update carries the headers of the record that
     last wrote the key, as Kafka's cache does (its LRU entries keep the full record context)."""
 
-    __slots__ = ("_caching", "_forward", "_put", "_put_ts", "_send_old_values", "store")
+    __slots__ = ("_caching", "_forward", "_put_cached", "_put_ts", "_send_old_values", "store")
 
     def __init__(
         self, context: ProcessorContext, store_name: str | None, send_old_values: bool = True
@@ -34,30 +34,15 @@ class TableEmitter:
         self._caching = False
         if store_name is not None:
             self.store = context.get_state_store(store_name)
-            self._put = self.store.put
             # old values only when a downstream operator asked for them: flushing then reads no old
             # value per key (Kafka's TimestampedTupleForwarder passes sendOldValues the same way)
             # a node without children gets nothing from the flushed changes: the cache still writes
             # them (and skips deletes of absent keys) but they are neither deserialized nor forwarded
             listener = self._on_flush if getattr(context, "has_children", True) else DISCARD_CHANGES
             self._caching = bool(self.store.set_flush_listener(listener, send_old_values))
-            put_with_headers = getattr(self.store, "put_with_headers", None)
-            #: ``put_ts(key, new, timestamp)`` stores ``ValueAndTimestamp(new, timestamp)`` (None: None);
-            #: a metered store does it without building the tuple when it can (a count's store)
-            put_ts = getattr(self.store, "put_timestamped", None)
-            if put_ts is None:
-                put = self.store.put
-
-                def put_ts(key: Any, new: Any, timestamp: int) -> None:
-                    value = None if new is None else _tuple_new(ValueAndTimestamp, (new, timestamp))
-                    put(key, value, timestamp)
-
-            self._put_ts = put_ts
-            if self._caching and put_with_headers is not None:
-                self._put = put_with_headers
-            elif self._caching:
-                put = self.store.put
-                self._put = lambda key, value, timestamp, _headers: put(key, value, timestamp)
+            self._put_ts = _timestamped_put(self.store)
+            if self._caching:
+                self._put_cached = _cached_put(self.store)
 
     def _on_flush(self, key: Any, new: Any, old: Any, timestamp: int, headers: Headers | None = None) -> None:
         # the cache calls this only for a key that has a new value or had an old one (a delete of an
@@ -70,9 +55,7 @@ class TableEmitter:
         """Record ``key``'s change to ``new`` (None = delete) from ``old``."""
         if self.store is not None:
             if self._caching:
-                # tuple.__new__ skips NamedTuple's Python-level __new__ frame
-                value = None if new is None else _tuple_new(ValueAndTimestamp, (new, timestamp))
-                self._put(key, value, timestamp, headers)
+                self._put_cached(key, new, timestamp, headers)
                 return
             self._put_ts(key, new, timestamp)
         # Record(key, Change(new, old), timestamp, headers) without two __init__ frames
@@ -85,3 +68,39 @@ class TableEmitter:
         record.timestamp = timestamp
         record.headers = headers
         self._forward(record)
+
+
+def _timestamped_put(store: Any) -> Any:
+    """``put_ts(key, new, timestamp)``: store ``ValueAndTimestamp(new, timestamp)`` (None: None); a metered
+    store does it without building the tuple when it can (a count's store)."""
+    put_ts = getattr(store, "put_timestamped", None)
+    if put_ts is not None:
+        return put_ts
+    put = store.put
+
+    def put_ts(key: Any, new: Any, timestamp: int) -> None:
+        value = None if new is None else _tuple_new(ValueAndTimestamp, (new, timestamp))
+        put(key, value, timestamp)
+
+    return put_ts
+
+
+def _cached_put(store: Any) -> Any:
+    """``put_cached(key, new, timestamp, headers)``: a caching store's write of ``ValueAndTimestamp(new,
+    timestamp)``, keeping the record's headers with the dirty entry when the store can (a metered store;
+    a count's packs the bytes directly)."""
+    put_cached = getattr(store, "put_timestamped_with_headers", None)
+    if put_cached is not None:
+        return put_cached
+    put_with_headers = getattr(store, "put_with_headers", None)
+    if put_with_headers is None:
+        put = store.put
+
+        def put_with_headers(key: Any, value: Any, timestamp: int, _headers: Headers | None) -> None:
+            put(key, value, timestamp)
+
+    def put_cached(key: Any, new: Any, timestamp: int, headers: Headers | None) -> None:
+        value = None if new is None else _tuple_new(ValueAndTimestamp, (new, timestamp))
+        put_with_headers(key, value, timestamp, headers)
+
+    return put_cached

@@ -2,7 +2,8 @@
 
 A record at ``t`` finds its key's sessions overlapping ``[t - gap, t + gap]``, merges them (and their
 aggregates, with the session merger) into one session, removes the merged ones -- forwarding a tombstone
-``Change(None, old)`` for each, stamped with its end -- and stores the new session. Results are stamped
+for each, stamped with its end: ``Change(None, None)``, or ``Change(None, old)`` when a downstream
+operator asked for old values -- and stores the new session. Results are stamped
 with the session end (Kafka's rule). A session whose merged end is before ``observed - grace - gap`` is
 closed: the record is dropped (logged, counted). Emit on window close forwards each session once, after
 it closes, ordered like Kafka's time-ordered session store (end, start, key bytes).

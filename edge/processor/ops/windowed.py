@@ -86,6 +86,8 @@ class WindowedAggregateProcessor(Processor):
 
     #: the forwarded timestamp of a window on flush: the value's (time windows) or the window end (sessions)
     _session = False
+    #: Kafka's ``sendOldValues`` (see ``edge.processor.ops.aggregate._StoreBacked``)
+    send_old_values = True
 
     def __init__(self, store_name: str, emit_final: bool, metadata_store: str | None) -> None:
         self._store_name = store_name
@@ -120,13 +122,13 @@ class WindowedAggregateProcessor(Processor):
                 self._metadata = context.get_state_store(self._metadata_store_name)
             self._loaded = False
         else:
-            self._caching = bool(self.store.set_flush_listener(self._on_flush, True))
+            self._caching = bool(self.store.set_flush_listener(self._on_flush, self.send_old_values))
 
     # -- emit on update ---------------------------------------------------------------------------------
     def _on_flush(self, key: Windowed, new: Any, old: Any, timestamp: int) -> None:
         if self._session:
-            if new is None and old is None:
-                return
+            # the cache calls this only for a session that exists now or did before; without old values
+            # a merged-away session is forwarded as Change(None, None), Kafka's tombstone for it
             self._forward(Record(key, Change(new, old), key.window.end))
             return
         new_value = None if new is None else new[0]
@@ -141,7 +143,7 @@ class WindowedAggregateProcessor(Processor):
         """Kafka's ``maybeForwardUpdate``: nothing on window close, nothing when the cache forwards."""
         if self._emit_final or self._caching:
             return
-        self._forward(Record(key, Change(new, old), timestamp, headers))
+        self._forward(Record(key, Change(new, old if self.send_old_values else None), timestamp, headers))
 
     # -- late records -----------------------------------------------------------------------------------
     def log_expired(self, key: Any, timestamp: int, window_expire: int, window: str) -> None:
@@ -299,7 +301,7 @@ class KStreamWindowAggregate(WindowedAggregateProcessor):
             return
         change = _new(Change)
         change.new = new_agg
-        change.old = old_agg
+        change.old = old_agg if self.send_old_values else None
         out = _new(Record)
         out.key = Windowed(key, window)
         out.value = change

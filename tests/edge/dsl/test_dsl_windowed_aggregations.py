@@ -193,9 +193,11 @@ def test_emit_final_one_result_per_window_in_start_then_key_order(caching):
         ]
 
 
+@pytest.mark.parametrize("old_values", [False, True], ids=["old-values-off", "old-values-asked"])
 @pytest.mark.parametrize("strategy", [UPDATE, CLOSE])
-def test_emit_with_interval_0(strategy):
-    """KStreamWindowAggregateTest.shouldEmitWithInterval0 (processor-level test run through the driver)."""
+def test_emit_with_interval_0(strategy, old_values):
+    """KStreamWindowAggregateTest.shouldEmitWithInterval0 (processor-level test run through the driver):
+    old values are null unless a downstream operator asked for them (Kafka's ``sendOldValues``)."""
     b = StreamsBuilder()
     table = (
         b.stream("t", STR)
@@ -204,6 +206,8 @@ def test_emit_with_interval_0(strategy):
         .emit_strategy(strategy)
         .aggregate(string_init, to_string_adder, materialized=materialized("store", False))
     )
+    if old_values:
+        assert table.enable_sending_old_values(False)
     out = capture_changes(table)
     with TopologyTestDriver(b.build(), config()) as d:
         tin = d.create_input_topic("t", S, S)
@@ -215,7 +219,7 @@ def test_emit_with_interval_0(strategy):
             (W("A", 5, 15), Change("0+1", None), 5),
             (W("B", 5, 15), Change("0+2", None), 10),
         ]
-    else:  # Kafka forwards the initializer's value as the old value of a new window (sendOldValues)
+    else:
         assert [(k, c.new, ts) for k, c, ts in out] == [
             (W("A", 0, 10), "0+1", 0),
             (W("A", 0, 10), "0+1+1", 5),
@@ -227,7 +231,10 @@ def test_emit_with_interval_0(strategy):
             (W("D", 15, 25), "0+4", 20),
             (W("D", 20, 30), "0+4", 20),
         ]
-        assert [c.old for _, c, _ in out][:2] == ["0", "0+1"]
+        # with sendOldValues Kafka forwards the initializer's value as the old value of a new window
+        olds = [c.old for _, c, _ in out]
+        assert olds[:2] == (["0", "0+1"] if old_values else [None, None])
+        assert old_values or set(olds) == {None}
 
 
 def test_emit_final_not_before_close_time_progresses_enough():
@@ -402,10 +409,11 @@ def test_null_keys_are_skipped_and_counted(caplog):
     assert "Skipping record due to null key. topic=[topic] partition=[0] offset=[0]" in caplog.messages
 
 
+@pytest.mark.parametrize("old_values", [False, True], ids=["old-values-off", "old-values-asked"])
 @pytest.mark.parametrize("caching", [True, False])
-def test_reduce_and_count_with_caching_collapse(caching):
+def test_reduce_and_count_with_caching_collapse(caching, old_values):
     """Without caching every update is forwarded; with it (and no commit per record) the cache
-    forwards the latest value per window, old values included."""
+    forwards the latest value per window; old values only when a downstream operator asked."""
     b = StreamsBuilder()
     table = (
         b.stream("in", STR)
@@ -413,6 +421,8 @@ def test_reduce_and_count_with_caching_collapse(caching):
         .windowed_by(TimeWindows.of_size_with_no_grace(timedelta(milliseconds=10)))
         .reduce(lambda agg, v: agg + v, materialized=materialized("r", caching))
     )
+    if old_values:
+        assert table.enable_sending_old_values(False)
     out = capture_changes(table)
     with TopologyTestDriver(b.build(), config(), auto_commit=False) as d:
         tin = d.create_input_topic("in", S, S)
@@ -425,14 +435,14 @@ def test_reduce_and_count_with_caching_collapse(caching):
         assert out == [
             (W("k", 0, 10), Change("ab", None), 2),
             (W("k", 10, 20), Change("c", None), 11),
-            (W("k", 10, 20), Change("cd", "c"), 12),
+            (W("k", 10, 20), Change("cd", "c" if old_values else None), 12),
         ]
     else:
         assert out == [
             (W("k", 0, 10), Change("a", None), 1),
-            (W("k", 0, 10), Change("ab", "a"), 2),
+            (W("k", 0, 10), Change("ab", "a" if old_values else None), 2),
             (W("k", 10, 20), Change("c", None), 11),
-            (W("k", 10, 20), Change("cd", "c"), 12),
+            (W("k", 10, 20), Change("cd", "c" if old_values else None), 12),
         ]
 
 
@@ -743,7 +753,7 @@ def test_sliding_count_store_and_late_record(caplog):
 # -- session windows --------------------------------------------------------------------------------------
 
 
-def session_count(builder, strategy=UPDATE, caching=True, gap=GAP_MS, grace=0):
+def session_count(builder, strategy=UPDATE, caching=True, gap=GAP_MS, grace=0, old_values=False):
     m = Materialized.as_("sessions").with_value_serde(L)
     table = (
         builder.stream("in", STR)
@@ -757,6 +767,8 @@ def session_count(builder, strategy=UPDATE, caching=True, gap=GAP_MS, grace=0):
             materialized=m if caching else m.with_caching_disabled(),
         )
     )
+    if old_values:  # what a downstream suppress() or table join asks for (Kafka's sendOldValues)
+        assert table.enable_sending_old_values(False)
     return capture_changes(table)
 
 
@@ -793,31 +805,41 @@ def test_sessions_merge_cached_one_flush():
         assert sessions.fetch("b") == [(SW("b", after, after), 1)]
 
 
+@pytest.mark.parametrize("old_values", [False, True], ids=["old-values-off", "old-values-asked"])
 @pytest.mark.parametrize("caching", [True, False])
-def test_sessions_merge_forwards_tombstones(caching):
+def test_sessions_merge_forwards_tombstones(caching, old_values):
     """shouldImmediatelyForwardRemovedSessionsWhenMerging: merged sessions are removed and a tombstone
-    (new None, old value) stamped with their end is forwarded before the merged session."""
+    stamped with their end is forwarded before the merged session: ``Change(None, None)`` as in Kafka's
+    test, ``Change(None, old)`` when a downstream operator asked for old values."""
     b = StreamsBuilder()
-    out = session_count(b, caching=caching)
+    out = session_count(b, caching=caching, old_values=old_values)
     with TopologyTestDriver(b.build(), config()) as d:
         tin = d.create_input_topic("in", S, S)
         tin.pipe_input("a", "1", 0)
         tin.pipe_input("a", "1", 5)
         tin.pipe_input("a", "1", 20)
         tin.pipe_input("a", "1", 10)  # joins the two sessions [0, 5] and [20, 20]
+
+    def old(value):
+        return value if old_values else None
+
     head = [
         (SW("a", 0, 0), Change(1, None), 0),
-        (SW("a", 0, 0), Change(None, 1), 0),
+        (SW("a", 0, 0), Change(None, old(1)), 0),
         (SW("a", 0, 5), Change(2, None), 5),
-        (SW("a", 0, 5), Change(None, 2), 5),
+        (SW("a", 0, 5), Change(None, old(2)), 5),
         (SW("a", 0, 20), Change(3, None), 20),
     ]
     # the record at 10 falls inside [0, 20]: the session is removed and put again under the same key,
     # which the cache collapses into one update
     if caching:
-        assert out == [*head, (SW("a", 0, 20), Change(4, 3), 20)]
+        assert out == [*head, (SW("a", 0, 20), Change(4, old(3)), 20)]
     else:
-        assert out == [*head, (SW("a", 0, 20), Change(None, 3), 20), (SW("a", 0, 20), Change(4, None), 20)]
+        assert out == [
+            *head,
+            (SW("a", 0, 20), Change(None, old(3)), 20),
+            (SW("a", 0, 20), Change(4, None), 20),
+        ]
 
 
 def test_session_emit_final_one_result_per_session_ordered_by_end():

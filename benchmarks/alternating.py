@@ -1,0 +1,172 @@
+"""Two systems taking turns on one broker: the edge against the peer an issue target names.
+
+The quick set (``run_all``) runs each system once, minutes apart, on a broker that holds every earlier
+benchmark's topics; on this 2-core machine a system's figure moved by 20-30 % between such runs. Here
+one embedded broker holds only this workload's input, and the two systems alternate on it (peer, edge,
+peer, edge, ...), each timed from outside as in the quick set and its output checked, so the ratio is
+measured under the same conditions for both. Workloads:
+
+* ``stream-stream-join``: Kafka Streams against the edge, on one pre-produced input
+  (``benchmarks/event_time.py``: orders and payments, ±5 minutes, grace 1 minute), each output checked
+  order by order;
+* ``coalesced-count`` / ``coalesced-windowed-count``: Pathway against the edge with its record cache on,
+  both timed by ``benchmarks/coalesced.py`` (the events produced while the system runs, the clock
+  stopped when every key holds its true final value), at an equal commit interval / tick.
+
+    .venv/bin/python -m benchmarks.alternating --workload stream-stream-join --events 1000000 --rounds 2
+    .venv/bin/python -m benchmarks.alternating --workload coalesced-count --events 1000000 --rounds 3
+
+Prints one line per run and writes ``benchmarks/results/alternating_<workload>.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from benchmarks.common import RESULTS_DIR, machine_info
+
+
+@dataclass(frozen=True)
+class Pair:
+    """A workload's two systems: ``peer`` first in every round, then ``edge``."""
+
+    peer: str
+    edge: str
+    #: the workload name the systems' ``run`` takes
+    workload: str
+    #: pre-produced input (None: each run produces its own while it runs)
+    prepared: bool
+
+
+PAIRS = {
+    "stream-stream-join": Pair("kafka-streams", "streamhouse-edge", "stream-stream-join", prepared=True),
+    "coalesced-count": Pair("pathway", "streamhouse-edge-cached", "count", prepared=False),
+    "coalesced-windowed-count": Pair("pathway", "streamhouse-edge-cached", "windowed-count", prepared=False),
+}
+
+
+def _availability(system: str) -> str | None:
+    from benchmarks.systems import kafka_streams, pathway_peer
+
+    checks: dict[str, Callable[[], str | None]] = {
+        "kafka-streams": kafka_streams.availability,
+        "pathway": pathway_peer.availability,
+    }
+    check = checks.get(system)
+    return check() if check else None
+
+
+def _runner(system: str) -> Callable[..., dict[str, Any]]:
+    from benchmarks.systems import kafka_streams, pathway_peer, streamhouse_coalesced, streamhouse_windowed
+
+    if system == "streamhouse-edge":
+        return lambda client, **kw: streamhouse_windowed.run(client, app="join", **kw)
+    return {
+        "kafka-streams": kafka_streams.run,
+        "pathway": pathway_peer.run,
+        "streamhouse-edge-cached": streamhouse_coalesced.run,
+    }[system]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--workload", choices=sorted(PAIRS), default="stream-stream-join")
+    ap.add_argument("--events", type=int, default=1_000_000, help="input events (default 1M)")
+    ap.add_argument("--rounds", type=int, default=2, help="turns per system (default 2)")
+    ap.add_argument("--timeout-s", type=float, default=300.0, help="per run")
+    ap.add_argument("--results", type=Path, default=None, help="default results/alternating_<workload>.json")
+    a = ap.parse_args(argv)
+    if a.events < 1_000 or a.rounds < 1:
+        ap.error("--events must be at least 1000 and --rounds at least 1")
+    pair = PAIRS[a.workload]
+    results = a.results or RESULTS_DIR / f"alternating_{a.workload}.json"
+
+    from benchmarks.event_time import prepare_join_input, verify_join
+    from edge.broker import local_broker, profile_for
+    from edge.kafka.profile import KafkaClientConfig
+
+    reason = _availability(pair.peer)
+    if reason:
+        print(f"{pair.peer} is not available: {reason}")
+        return 2
+    workdir = Path(tempfile.mkdtemp(prefix="alternating-"))
+    broker = local_broker(log_dir=workdir)
+    broker.start()
+    runs: list[dict[str, Any]] = []
+    info: dict[str, Any] = {"events": a.events, "produced": "by each run, while the system runs"}
+    try:
+        client = KafkaClientConfig(broker.bootstrap_servers, profile_for(broker.kind))
+        joins = None
+        common: dict[str, Any] = {"workdir": workdir, "timeout_s": a.timeout_s, "workload": pair.workload}
+        if pair.prepared:
+            info, joins = prepare_join_input(client, "orders", "payments", a.events)
+            common.update(inputs=["orders", "payments"], input_events=info["events"],
+                          expected_outputs=info["expected_joins"])  # fmt: skip
+        else:
+            common.update(inputs=[], input_events=a.events, expected_outputs=a.events)
+        print(f"input: {info}", flush=True)
+        for i in range(a.rounds):
+            for system in (pair.peer, pair.edge):
+                r = _runner(system)(client, tag=f"{system}-{i}", **common)
+                if joins is not None and r.get("output_topic"):
+                    r["verification"] = verify_join(client, r["output_topic"], joins)
+                correct = (r.get("verification") or {}).get("correct")
+                if not correct:
+                    r["status"] = "failed"
+                r["round"] = i
+                print(
+                    f"  round {i} {system:>24}: {r.get('events_per_s')} events/s, "
+                    f"{r.get('cpu_s_per_1m_events')} CPU-s per 1M, output correct: {correct}",
+                    flush=True,
+                )
+                if r.get("status") != "ok" and r.get("reason"):
+                    print(f"    {str(r['reason'])[:500]}", flush=True)
+                runs.append(r)
+    finally:
+        broker.stop()
+
+    summary = _summary(runs, pair)
+    if "edge_vs_peer" in summary:
+        print(f"{pair.edge} / {pair.peer} (medians): x{summary['edge_vs_peer']}")
+    result = {
+        "benchmark": "alternating",
+        "workload": a.workload,
+        "at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "machine": machine_info(),
+        "input": info,
+        "runs": runs,
+        "summary": summary,
+    }
+    results.parent.mkdir(parents=True, exist_ok=True)
+    results.write_text(json.dumps(result, indent=1, default=str) + "\n")
+    print(f"-> {results}")
+    return 0 if all(r.get("status") == "ok" for r in runs) else 1
+
+
+def _summary(runs: list[dict[str, Any]], pair: Pair) -> dict[str, Any]:
+    """Each system's median rate and CPU over its correct runs, and the edge's ratio to the peer."""
+    summary: dict[str, Any] = {}
+    for system in (pair.peer, pair.edge):
+        ok = [r for r in runs if r.get("system") == system and r.get("status") == "ok"]
+        if ok:
+            summary[system] = {
+                "runs": len(ok),
+                "events_per_s_median": statistics.median(r["events_per_s"] for r in ok),
+                "cpu_s_per_1m_median": statistics.median(r["cpu_s_per_1m_events"] for r in ok),
+            }
+    if pair.peer in summary and pair.edge in summary:
+        edge, peer = summary[pair.edge], summary[pair.peer]
+        summary["edge_vs_peer"] = round(edge["events_per_s_median"] / peer["events_per_s_median"], 3)
+    return summary
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
