@@ -9,11 +9,16 @@ measured under the same conditions for both. Workloads:
 * ``stream-stream-join``: Kafka Streams against the edge, on one pre-produced input
   (``benchmarks/event_time.py``: orders and payments, ±5 minutes, grace 1 minute), each output checked
   order by order;
+* ``enrichment``: Kafka Streams against the edge, the count's events left-joined with the 10k-row user
+  table (``benchmarks/common.py``), every event checked enriched once;
+* ``windowed-count``: Kafka Streams against the edge, 1-minute tumbling windows over the timestamped
+  events (``benchmarks/event_time.py``), every (key, window) count checked;
 * ``coalesced-count`` / ``coalesced-windowed-count``: Pathway against the edge with its record cache on,
   both timed by ``benchmarks/coalesced.py`` (the events produced while the system runs, the clock
   stopped when every key holds its true final value), at an equal commit interval / tick.
 
     .venv/bin/python -m benchmarks.alternating --workload stream-stream-join --events 1000000 --rounds 2
+    .venv/bin/python -m benchmarks.alternating --workload enrichment --events 1000000 --rounds 3
     .venv/bin/python -m benchmarks.alternating --workload coalesced-count --events 1000000 --rounds 3
 
 Prints one line per run and writes ``benchmarks/results/alternating_<workload>.json``.
@@ -42,15 +47,53 @@ class Pair:
     edge: str
     #: the workload name the systems' ``run`` takes
     workload: str
-    #: pre-produced input (None: each run produces its own while it runs)
-    prepared: bool
 
 
 PAIRS = {
-    "stream-stream-join": Pair("kafka-streams", "streamhouse-edge", "stream-stream-join", prepared=True),
-    "coalesced-count": Pair("pathway", "streamhouse-edge-cached", "count", prepared=False),
-    "coalesced-windowed-count": Pair("pathway", "streamhouse-edge-cached", "windowed-count", prepared=False),
+    "stream-stream-join": Pair("kafka-streams", "streamhouse-edge", "stream-stream-join"),
+    "enrichment": Pair("kafka-streams", "streamhouse-edge", "enrichment"),
+    "windowed-count": Pair("kafka-streams", "streamhouse-edge", "windowed-count"),
+    "coalesced-count": Pair("pathway", "streamhouse-edge-cached", "count"),
+    "coalesced-windowed-count": Pair("pathway", "streamhouse-edge-cached", "windowed-count"),
 }
+
+
+@dataclass
+class Prepared:
+    """A workload's input, made once: what every run is given, and the check of a run's output."""
+
+    info: dict[str, Any]
+    run_args: dict[str, Any]
+    #: ``verify(output_topic) -> {"correct": bool, ...}``; None when each run checks its own output
+    verify: Callable[[str], dict[str, Any]] | None
+
+
+def _prepare(client: Any, workload: str, events: int) -> Prepared:
+    """Produce the workload's input once (the coalesced workloads produce theirs while each run goes)."""
+    from benchmarks.common import prepare_input, prepare_table
+    from benchmarks.event_time import prepare_join_input, prepare_windowed_input, verify_join, verify_windowed
+    from benchmarks.systems.streamhouse_count import verify_enrichment
+
+    if workload == "stream-stream-join":
+        info, joins = prepare_join_input(client, "orders", "payments", events)
+        args = {"inputs": ["orders", "payments"], "input_events": info["events"],
+                "expected_outputs": info["expected_joins"]}  # fmt: skip
+        return Prepared(info, args, lambda topic: verify_join(client, topic, joins))
+    if workload == "enrichment":
+        # the table first, as the quick set does: its rows are older than every event, so each event
+        # finds its user
+        table = prepare_table(client, "users")
+        info = {**prepare_input(client, "events", events), "table": table}
+        args = {"inputs": ["events", "users"], "input_events": events, "expected_outputs": events}
+        return Prepared(info, args, lambda topic: verify_enrichment(client, topic, events))
+    if workload == "windowed-count":
+        info, truth = prepare_windowed_input(client, "timed-events", events)
+        expected = truth.outputs("partition", events)
+        args = {"inputs": ["timed-events"], "input_events": events, "expected_outputs": expected}
+        return Prepared(info, args, lambda topic: verify_windowed(
+            client, topic, truth, "partition", events, start_field="start", count_field="count"))  # fmt: skip
+    info = {"events": events, "produced": "by each run, while the system runs"}
+    return Prepared(info, {"inputs": [], "input_events": events, "expected_outputs": events}, None)
 
 
 def _availability(system: str) -> str | None:
@@ -64,11 +107,22 @@ def _availability(system: str) -> str | None:
     return check() if check else None
 
 
-def _runner(system: str) -> Callable[..., dict[str, Any]]:
+def _runner(system: str, workload: str) -> Callable[..., dict[str, Any]]:
+    """``run(client, *, workload, inputs, input_events, expected_outputs, workdir, tag, timeout_s)``."""
     from benchmarks.systems import kafka_streams, pathway_peer, streamhouse_coalesced, streamhouse_windowed
+    from benchmarks.systems.streamhouse_count import bench_enrichment
 
+    if system == "streamhouse-edge" and workload == "enrichment":
+
+        def edge_enrichment(client: Any, **kw: Any) -> dict[str, Any]:
+            topic, table = kw["inputs"]
+            return bench_enrichment(client, topic, table, kw["input_events"], kw["workdir"], kw["tag"],
+                                    kw["timeout_s"])  # fmt: skip
+
+        return edge_enrichment
     if system == "streamhouse-edge":
-        return lambda client, **kw: streamhouse_windowed.run(client, app="join", **kw)
+        app = {"stream-stream-join": "join", "windowed-count": "windowed"}[workload]
+        return lambda client, **kw: streamhouse_windowed.run(client, app=app, **kw)
     return {
         "kafka-streams": kafka_streams.run,
         "pathway": pathway_peer.run,
@@ -89,7 +143,6 @@ def main(argv: list[str] | None = None) -> int:
     pair = PAIRS[a.workload]
     results = a.results or RESULTS_DIR / f"alternating_{a.workload}.json"
 
-    from benchmarks.event_time import prepare_join_input, verify_join
     from edge.broker import local_broker, profile_for
     from edge.kafka.profile import KafkaClientConfig
 
@@ -101,23 +154,24 @@ def main(argv: list[str] | None = None) -> int:
     broker = local_broker(log_dir=workdir)
     broker.start()
     runs: list[dict[str, Any]] = []
-    info: dict[str, Any] = {"events": a.events, "produced": "by each run, while the system runs"}
+    info: dict[str, Any] = {}
     try:
         client = KafkaClientConfig(broker.bootstrap_servers, profile_for(broker.kind))
-        joins = None
-        common: dict[str, Any] = {"workdir": workdir, "timeout_s": a.timeout_s, "workload": pair.workload}
-        if pair.prepared:
-            info, joins = prepare_join_input(client, "orders", "payments", a.events)
-            common.update(inputs=["orders", "payments"], input_events=info["events"],
-                          expected_outputs=info["expected_joins"])  # fmt: skip
-        else:
-            common.update(inputs=[], input_events=a.events, expected_outputs=a.events)
+        prepared = _prepare(client, a.workload, a.events)
+        info = prepared.info
+        common = {
+            "workdir": workdir,
+            "timeout_s": a.timeout_s,
+            "workload": pair.workload,
+            **prepared.run_args,
+        }
         print(f"input: {info}", flush=True)
         for i in range(a.rounds):
             for system in (pair.peer, pair.edge):
-                r = _runner(system)(client, tag=f"{system}-{i}", **common)
-                if joins is not None and r.get("output_topic"):
-                    r["verification"] = verify_join(client, r["output_topic"], joins)
+                r = _runner(system, pair.workload)(client, tag=f"{system}-{i}", **common)
+                checked = (r.get("verification") or {}).get("correct") is not None  # checked by its runner
+                if prepared.verify is not None and r.get("output_topic") and not checked:
+                    r["verification"] = prepared.verify(r["output_topic"])
                 correct = (r.get("verification") or {}).get("correct")
                 if not correct:
                     r["status"] = "failed"

@@ -127,6 +127,14 @@ class RecordRouter:
             if group is None:
                 continue
             while group.ready(now_ms):
+                sole = group.take_sole()
+                if sole is not None:  # one partition holds records: they go as one batch
+                    task, head, raws = sole
+                    if head is not None:
+                        task.process_stamped(head)
+                        n += 1
+                    n += task.process_batch(raws, self.on_error)
+                    continue
                 nxt = group.next_record()
                 if nxt is None:
                     break

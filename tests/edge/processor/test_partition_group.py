@@ -116,3 +116,34 @@ def test_unknown_partition_and_clear():
     g.next_record()
     g.clear()
     assert g.num_buffered() == 0 and g.next_record() is None
+
+
+def test_take_sole_hands_over_every_record_of_the_only_partition_holding_any():
+    """The batch path of a stream-table join once its table is caught up: the same records, in the same
+    order, as ``next_record`` one by one; the stamped head first, then the raw records after it."""
+    g = _group(idle=-1)
+    g.add_records("a", 0, [("a1", 5), ("a2", 1)])
+    g.add_records("b", 0, [("b1", 3)])
+    assert g.take_sole() is None  # two partitions hold records: lowest timestamp first, one at a time
+    assert g.next_record()[1].name == "b1"
+    g.add_records("a", 0, [("a3", 2)])
+    owner, head, raws = g.take_sole()
+    assert (owner, head.name, raws) == ("owner-a", "a1", [("a2", 1), ("a3", 2)])
+    assert g.num_buffered() == 0 and not g and g.next_record() is None and g.take_sole() is None
+    # the group works on afterwards: nothing of the taken records is left in its heap
+    g.add_records("b", 0, [("b2", 8)])
+    g.add_records("a", 0, [("a4", 7)])
+    assert [g.next_record()[1].name, g.next_record()[1].name] == ["a4", "b2"]
+
+
+def test_take_sole_after_a_take_and_under_enforced_processing_counts_each_record():
+    g = _group(idle=100)
+    g.add_records("a", 0, [("a1", 5), ("a2", 6), ("a3", 7)])
+    assert not g.ready(1000)  # "b" is empty and caught up: wait until 1100
+    assert g.ready(1100) and g.enforced_processing == 1
+    assert g.next_record()[1].name == "a1"  # "a" is now the taken queue: its next head is not stamped
+    assert g.ready(1100)
+    owner, head, raws = g.take_sole()
+    assert (owner, head, raws) == ("owner-a", None, [("a2", 6), ("a3", 7)])
+    # one enforced ready() per record, as next_record one by one would have counted
+    assert g.enforced_processing == 3
