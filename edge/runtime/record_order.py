@@ -33,6 +33,8 @@ from edge.runtime.tasks import TaskRegistry
 log = logging.getLogger(__name__)
 
 _EOF = KafkaError._PARTITION_EOF
+#: ``process(task, stamped record)`` for ``PartitionGroup.drain_while_all_buffered``
+_process_stamped = StreamTask.process_stamped
 
 
 class RecordRouter:
@@ -134,6 +136,9 @@ class RecordRouter:
                         task.process_stamped(head)
                         n += 1
                     n += task.process_batch(raws, self.on_error)
+                    continue
+                if group.all_buffered():  # every partition holds records: no wait can start meanwhile
+                    n += group.drain_while_all_buffered(_process_stamped)
                     continue
                 nxt = group.next_record()
                 if nxt is None:
