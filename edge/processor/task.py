@@ -580,7 +580,18 @@ class StreamTask:
             if timestamp < 0:
                 self._offsets[topic] = offset
                 return None
-        return StampedRecord(source, topic, partition, offset, timestamp, k, v, headers, key, value)
+        rec = _new(StampedRecord)  # StampedRecord(...) without the __init__ frame: once per record
+        rec.source = source
+        rec.topic = topic
+        rec.partition = partition
+        rec.offset = offset
+        rec.timestamp = timestamp
+        rec.key = k
+        rec.value = v
+        rec.headers = headers
+        rec.key_bytes = key
+        rec.value_bytes = value
+        return rec
 
     def process_stamped(self, rec: StampedRecord) -> None:
         """Process a record :meth:`stamp` prepared (then fire due stream-time punctuators)."""
