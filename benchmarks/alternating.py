@@ -21,7 +21,12 @@ measured under the same conditions for both. Workloads:
     .venv/bin/python -m benchmarks.alternating --workload enrichment --events 1000000 --rounds 3
     .venv/bin/python -m benchmarks.alternating --workload coalesced-count --events 1000000 --rounds 3
 
-Prints one line per run and writes ``benchmarks/results/alternating_<workload>.json``.
+``--baseline DIR`` times the edge against itself instead: DIR is another checkout of this repository
+(``git worktree add DIR <commit>``), whose edge takes the peer's turns, so a change is measured against
+the commit before it under the same conditions (the machine's speed drifts by 20 % over half an hour).
+
+Prints one line per run and writes ``benchmarks/results/alternating_<workload>.json``
+(``alternating_<workload>_vs_baseline.json`` with ``--baseline``).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import subprocess
 import tempfile
 import time
 from collections.abc import Callable
@@ -36,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import RESULTS_DIR, machine_info
+from benchmarks.common import RESULTS_DIR, children_started_in, machine_info
 
 
 @dataclass(frozen=True)
@@ -137,16 +143,27 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=2, help="turns per system (default 2)")
     ap.add_argument("--timeout-s", type=float, default=300.0, help="per run")
     ap.add_argument("--results", type=Path, default=None, help="default results/alternating_<workload>.json")
+    ap.add_argument(
+        "--baseline", type=Path, default=None, metavar="DIR",
+        help="another checkout of this repository (git worktree add DIR <commit>): its edge takes the "
+        "peer's turns",
+    )  # fmt: skip
     a = ap.parse_args(argv)
     if a.events < 1_000 or a.rounds < 1:
         ap.error("--events must be at least 1000 and --rounds at least 1")
     pair = PAIRS[a.workload]
-    results = a.results or RESULTS_DIR / f"alternating_{a.workload}.json"
+    suffix = ""
+    baseline_root: Path | None = None
+    if a.baseline is not None:
+        baseline_root, label = _baseline(a.baseline, ap)
+        pair = Pair(f"{pair.edge}@{label}", pair.edge, pair.workload)
+        suffix = "_vs_baseline"
+    results = a.results or RESULTS_DIR / f"alternating_{a.workload}{suffix}.json"
 
     from edge.broker import local_broker, profile_for
     from edge.kafka.profile import KafkaClientConfig
 
-    reason = _availability(pair.peer)
+    reason = None if baseline_root is not None else _availability(pair.peer)
     if reason:
         print(f"{pair.peer} is not available: {reason}")
         return 2
@@ -168,7 +185,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"input: {info}", flush=True)
         for i in range(a.rounds):
             for system in (pair.peer, pair.edge):
-                r = _runner(system, pair.workload)(client, tag=f"{system}-{i}", **common)
+                if baseline_root is not None and system == pair.peer:
+                    with children_started_in(baseline_root):
+                        r = _runner(pair.edge, pair.workload)(client, tag=f"baseline-{i}", **common)
+                    r["system"] = system
+                else:
+                    r = _runner(system, pair.workload)(client, tag=f"{system}-{i}", **common)
                 checked = (r.get("verification") or {}).get("correct") is not None  # checked by its runner
                 if prepared.verify is not None and r.get("output_topic") and not checked:
                     r["verification"] = prepared.verify(r["output_topic"])
@@ -203,6 +225,20 @@ def main(argv: list[str] | None = None) -> int:
     results.write_text(json.dumps(result, indent=1, default=str) + "\n")
     print(f"-> {results}")
     return 0 if all(r.get("status") == "ok" for r in runs) else 1
+
+
+def _baseline(path: Path, ap: argparse.ArgumentParser) -> tuple[Path, str]:
+    """The baseline checkout and its label (``<short commit>``, ``+dirty`` with uncommitted changes)."""
+    root = path.resolve()
+    if not (root / "edge" / "__init__.py").is_file() or not (root / "benchmarks" / "__init__.py").is_file():
+        ap.error(f"--baseline {path}: not a checkout of this repository (no edge/ and benchmarks/ there)")
+    git = ["git", "-C", str(root)]
+    commit = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    if commit.returncode != 0:
+        return root, root.name
+    status = [*git, "status", "--porcelain", "--untracked-files=no"]
+    dirty = subprocess.run(status, capture_output=True, text=True)
+    return root, commit.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
 
 
 def _summary(runs: list[dict[str, Any]], pair: Pair) -> dict[str, Any]:

@@ -11,6 +11,7 @@ Correctness is checked afterwards, untimed, by reading the output back to partit
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -18,7 +19,7 @@ import platform
 import random
 import subprocess
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -392,6 +393,21 @@ class ChildRun:
             return ""
 
 
+#: where children start: a ``python -m benchmarks...`` child imports ``edge`` and ``benchmarks`` from here
+_child_root: list[Path] = [ROOT]
+
+
+@contextlib.contextmanager
+def children_started_in(root: Path) -> Iterator[None]:
+    """Start the children of the enclosed runs in ``root``, another checkout of this repository, so they
+    run its ``edge`` (how ``alternating.py --baseline`` times one commit against another)."""
+    _child_root.append(Path(root).resolve())
+    try:
+        yield
+    finally:
+        _child_root.pop()
+
+
 def start_child(cmd: Sequence[str], log_path: Path, env: Mapping[str, str] | None = None) -> ChildRun:
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "wb") as log:
@@ -400,7 +416,7 @@ def start_child(cmd: Sequence[str], log_path: Path, env: Mapping[str, str] | Non
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
-            cwd=ROOT,
+            cwd=_child_root[-1],
             env={**os.environ, **(env or {})},
         )
     return ChildRun(p, log_path)

@@ -15,6 +15,7 @@ from edge.processor.ops.getters import ValueGetterSupplier
 from edge.processor.record import Change, Record
 
 log = logging.getLogger(__name__)
+_new = object.__new__
 
 
 class KStreamTableJoin(Processor):
@@ -58,8 +59,12 @@ class KStreamTableJoin(Processor):
         vt = None if lookup is None else self._get(lookup)
         if vt is None and not self._left:
             return
-        other = None if vt is None else vt[0]
-        self._forward(Record(key, self._joiner(value, other), record.timestamp, record.headers))
+        joined = _new(Record)  # Record(...) without the __init__ frame: once per stream record
+        joined.key = key
+        joined.value = self._joiner(value, None if vt is None else vt[0])
+        joined.timestamp = record.timestamp
+        joined.headers = record.headers
+        self._forward(joined)
 
 
 class KTableKTableJoinSide(Processor):
