@@ -265,6 +265,8 @@ class StreamWorkers:
             states.append(entry)
         names = {s.get("state") for s in states}
         overall = "RUNNING" if names == {"RUNNING"} else "ERROR" if "ERROR" in names else "REBALANCING"
+        if len(states) < self.count:  # the front answers before the workers are spawned: not healthy yet
+            ok, overall = False, "STARTING"
         return (200 if ok else 503), {"state": overall, "workers": states}
 
     def metrics(self) -> str:

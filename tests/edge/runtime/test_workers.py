@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 
-from edge.runtime.workers import merge_metrics
+from edge.runtime.workers import StreamWorkers, merge_metrics
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -47,6 +47,16 @@ up 1
         'records_total{worker="1",task="0_1"} 7',
     ]
     assert lines[-2:] == ['up{worker="0"} 1', 'up{worker="1"} 1']
+
+
+def test_the_instance_is_not_healthy_before_its_workers_are_spawned(tmp_path: Path):
+    """The front answers as soon as it is up; until every worker exists, /health says 503 STARTING (a
+    200 with no workers listed once let a waiting client go on too early)."""
+    supervisor = StreamWorkers(
+        "tests.replay.apps:wordcount", {"application.id": "wc", "state.dir": str(tmp_path)}, 2
+    )
+    status, body = supervisor.health()
+    assert (status, body) == (503, {"state": "STARTING", "workers": []})
 
 
 def _get(url: str) -> tuple[int, dict]:
