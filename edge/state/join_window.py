@@ -43,8 +43,9 @@ class IndexedJoinWindowStore(MeteredWindowStore):
         #: None: the context's ``join_index_max_bytes`` (the app's ``join.index.max.bytes``)
         self._configured_max_bytes = index_max_bytes
         self.index_max_bytes = 0
-        #: key bytes -> [(time, seqnum, value bytes)], sorted as the store sorts them
-        self._index: dict[bytes, list[tuple[int, int, bytes]]] = {}
+        #: key bytes -> (time, seqnum, value bytes), or a list of them sorted as the store sorts them when
+        #: the key has more than one record
+        self._index: dict[bytes, tuple[int, int, bytes] | list[tuple[int, int, bytes]]] = {}
         #: (time, key bytes) in write order: who to evict first
         self._order: deque[tuple[int, bytes]] = deque()
         self._bytes = 0
@@ -110,14 +111,19 @@ class IndexedJoinWindowStore(MeteredWindowStore):
         min_live = self._min_live()
         if window_start < min_live:
             return  # the store skipped (or will never return) this expired record
-        entries = self._index.get(kb)
+        # one record per key is the common case (an order, its payment): a bare tuple, which the garbage
+        # collector stops tracking, rather than a one-element list it would traverse on every full pass
+        index = self._index
         entry = (window_start, seq, vb)
-        if entries is None:
-            self._index[kb] = [entry]
-        elif entries[-1][0] <= window_start:
-            entries.append(entry)
+        held = index.get(kb)
+        if held is None:
+            index[kb] = entry
+        elif held.__class__ is tuple:
+            index[kb] = [held, entry] if held[0] <= window_start else [entry, held]  # type: ignore[index]
+        elif held[-1][0] <= window_start:  # type: ignore[index]
+            held.append(entry)  # type: ignore[union-attr]
         else:
-            bisect.insort(entries, entry)
+            bisect.insort(held, entry)  # type: ignore[arg-type]
         order = self._order
         order.append((window_start, kb))
         self._bytes += len(kb) + len(vb) + _ENTRY_OVERHEAD
@@ -133,12 +139,16 @@ class IndexedJoinWindowStore(MeteredWindowStore):
         budget = self.index_max_bytes
         while order and (order[0][0] < min_live or self._bytes > budget):
             _, kb = order.popleft()
-            entries = index.get(kb)
-            if not entries:
+            held = index.get(kb)
+            if held is None:
                 continue
-            time, _, vb = entries.pop(0)
-            if not entries:
+            if held.__class__ is tuple:
+                time, _, vb = held  # type: ignore[misc]
                 del index[kb]
+            else:
+                time, _, vb = held.pop(0)  # type: ignore[union-attr]
+                if len(held) == 1:  # type: ignore[arg-type]
+                    index[kb] = held[0]  # type: ignore[index]
             self._bytes -= len(kb) + len(vb) + _ENTRY_OVERHEAD
             if time >= self.horizon:
                 self.horizon = time + 1
@@ -158,11 +168,14 @@ class IndexedJoinWindowStore(MeteredWindowStore):
         self.index_hits += 1
         if time_from > time_to:
             return []
-        entries = self._index.get(self._kser(self._topic, key) or b"")
-        if not entries:
+        held = self._index.get(self._kser(self._topic, key) or b"")
+        if held is None:
             return []
         topic, vde = self._topic, self._vde
-        return [(t, vde(topic, vb)) for t, _, vb in entries if time_from <= t <= time_to]
+        if held.__class__ is tuple:
+            t = held[0]  # type: ignore[index]
+            return [(t, vde(topic, held[2]))] if time_from <= t <= time_to else []  # type: ignore[index]
+        return [(t, vde(topic, vb)) for t, _, vb in held if time_from <= t <= time_to]  # type: ignore[union-attr]
 
     def fetch_list(self, key: Any, time_from: int, time_to: int) -> list[tuple[int, Any]]:
         """``list(fetch(key, time_from, time_to))`` without the iterator (the join's per-record look-up)."""

@@ -57,14 +57,27 @@ def _fetches(store: IndexedJoinWindowStore, key: str, t: int) -> list:
     return store.fetch_list(key, t - 50, t + 50)
 
 
-@pytest.mark.parametrize(("budget", "min_hits"), [(1 << 20, 2_000), (30_000, 1_000), (1_000, 0)])
-def test_fetches_equal_the_stores_own_under_random_writes(tmp_path: Path, budget: int, min_hits: int) -> None:
+@pytest.mark.parametrize(
+    ("budget", "min_hits", "key_count"),
+    [
+        (1 << 20, 2_000, 12),
+        (30_000, 1_000, 12),
+        (1_000, 0, 12),
+        (1 << 20, 2_000, 1_500),
+        (30_000, 1_000, 1_500),
+    ],
+)
+def test_fetches_equal_the_stores_own_under_random_writes(
+    tmp_path: Path, budget: int, min_hits: int, key_count: int
+) -> None:
     """Out-of-order times, duplicate (key, time) pairs, expiry by retention and eviction by budget: the
-    indexed store answers every fetch as the store does with the index off."""
-    rng = random.Random(budget)
+    indexed store answers every fetch as the store does with the index off. With 12 keys most keys hold
+    several records; with 1,500 most hold one (the index keeps those as a bare entry, not a list) and
+    keys go from one record to several and back."""
+    rng = random.Random(budget + key_count)
     indexed = _store(tmp_path / "indexed", budget=budget)
     plain = _store(tmp_path / "plain", budget=0)
-    keys = [f"k{i}" for i in range(12)]
+    keys = [f"k{i}" for i in range(key_count)]
     t = 1_000
     for step in range(4_000):
         t += rng.choice([0, 1, 2, 5])
