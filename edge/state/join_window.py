@@ -33,6 +33,8 @@ DEFAULT_JOIN_INDEX_MAX_BYTES = 16 * 1024 * 1024
 _ENTRY_OVERHEAD = 160
 #: expired records stay indexed up to retention / this past the retention (their bytes still count)
 _EVICT_SLACK_DIVISOR = 16
+#: ``_min_live`` before the store has seen a record: nothing has expired
+_NO_MIN_LIVE = -(1 << 63)
 
 
 class IndexedJoinWindowStore(MeteredWindowStore):
@@ -64,6 +66,9 @@ class IndexedJoinWindowStore(MeteredWindowStore):
         self.index_max_bytes = max(0, int(budget))
         #: how far past the retention the oldest indexed record may be before expired ones are evicted
         self._evict_slack = max(0, self.retention_ms // _EVICT_SLACK_DIVISOR)
+        inner = self._inner
+        #: min_live = the segments' stream time - this (``_min_live`` written out: two calls per record)
+        self._live_back = inner.retention_ms - (0 if inner.time_first else 1)
         self._reset_index()
 
     def _reset_index(self) -> None:
@@ -108,7 +113,8 @@ class IndexedJoinWindowStore(MeteredWindowStore):
         budget = self.index_max_bytes
         if budget <= 0:
             return
-        min_live = self._min_live()
+        observed = self._inner.observed_stream_time
+        min_live = observed - self._live_back if observed >= 0 else _NO_MIN_LIVE
         if window_start < min_live:
             return  # the store skipped (or will never return) this expired record
         # one record per key is the common case (an order, its payment): a bare tuple, which the garbage
@@ -157,7 +163,8 @@ class IndexedJoinWindowStore(MeteredWindowStore):
     def _fetch_key(self, key: Any, time_from: int, time_to: int) -> list[tuple[int, Any]]:
         if key is None or self.index_max_bytes <= 0:
             return super()._fetch_key(key, time_from, time_to)
-        min_live = self._min_live()
+        observed = self._inner.observed_stream_time
+        min_live = observed - self._live_back if observed >= 0 else _NO_MIN_LIVE
         if time_from < min_live:
             time_from = min_live
         if time_from < 0:
