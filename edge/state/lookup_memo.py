@@ -3,9 +3,9 @@
 A stream-table join reads one table row per stream record, and a row changes far less often than it
 is read; yet each read parsed the stored JSON again, a sixth of the enrichment benchmark's stream
 thread. Kafka Streams does the same work per read, in compiled code. This memo remembers what stored
-bytes deserialize to, keyed by the bytes themselves, so it can never answer with a stale row: a
-changed row is different bytes. (The record cache hands back the same bytes object on each hit, whose
-hash Python keeps, so a hit is one dict look-up.)
+bytes deserialize to, from a row's second read on, keyed by the bytes themselves, so it can never
+answer with a stale row: a changed row is different bytes. (The record cache hands back the same
+bytes object on each hit, whose hash Python keeps, so a hit is one dict look-up.)
 
 Every read still gets an object of its own, as a fresh parse would give it, so a joiner that changes
 the row it was handed changes nothing for the next read: immutable values are shared, a flat object
@@ -30,12 +30,16 @@ from typing import Any
 import orjson
 
 from edge.serde.builtin import JsonSerde
-from edge.serde.timestamped import ValueAndTimestamp, ValueAndTimestampSerde
+from edge.serde.timestamped import ValueAndTimestamp, ValueAndTimestampSerde, _unpack_ts_from
 
-#: serialized bytes a memo holds before it starts over (the parsed objects take a few times that)
+#: serialized bytes a memo holds (rows kept or only marked) before it starts over; the parsed objects
+#: take a few times that
 DEFAULT_MEMO_MAX_BYTES = 4 * 1024 * 1024
 #: longer rows are parsed on every read: holding and copying them would gain little
 MAX_MEMOIZED_VALUE_BYTES = 1024
+#: the memo's marks for a row read once so far, and for one it never keeps
+_SEEN_ONCE = object()
+_NOT_KEPT = object()
 
 _IMMUTABLE = frozenset({str, int, float, bool, type(None)})
 _tuple_new = tuple.__new__
@@ -79,8 +83,9 @@ class LookupMemo:
         self.serde = serde
         self._deserialize = serde.deserialize
         self._timestamped = isinstance(serde, ValueAndTimestampSerde)
-        #: data -> (parsed value, its timestamp or 0, how to hand it out)
-        self._memo: dict[bytes, tuple[Any, int, Callable[[Any], Any]]] = {}
+        #: data -> (parsed value, its timestamp or 0, how to hand it out), or a mark: read once so far,
+        #: or never to be kept (it holds containers)
+        self._memo: dict[bytes, Any] = {}
         self._bytes = 0
         self.max_bytes = max_bytes
         self.hits = 0
@@ -89,31 +94,48 @@ class LookupMemo:
     def deserialize(self, topic: str, data: bytes | None) -> Any:
         if data is None:
             return None
-        entry = self._memo.get(data)
-        if entry is not None:
+        memo = self._memo
+        entry = memo.get(data)
+        if entry.__class__ is tuple:
             self.hits += 1
-            value, ts, copy = entry
+            value, ts, copy = entry  # type: ignore[misc]
             if self._timestamped:
                 return _tuple_new(ValueAndTimestamp, (copy(value), ts))
             return copy(value)
         self.misses += 1
-        parsed = self._deserialize(topic, data)  # errors carry the serde's context, as without the memo
-        if len(data) > MAX_MEMOIZED_VALUE_BYTES:
+        # the serde's own parse written out (two calls less); anything unusual takes the serde's path,
+        # so a bad row raises the serde's error with its context, as without the memo
+        try:
+            if self._timestamped:
+                parsed = _tuple_new(ValueAndTimestamp, (_loads(data[8:]), _unpack_ts_from(data)[0]))
+            else:
+                parsed = _loads(data)
+        except Exception:
+            parsed = self._deserialize(topic, data)
+        size = len(data)
+        if entry is _NOT_KEPT or size > MAX_MEMOIZED_VALUE_BYTES:
+            return parsed
+        if entry is None:
+            # a row is kept from its second read on: where rows change faster than they are read again
+            # (every read a miss), a read costs one dict write more, not a copy and a parsed entry
+            if self._bytes + size > self.max_bytes:
+                memo.clear()
+                self._bytes = 0
+            memo[data] = _SEEN_ONCE
+            self._bytes += size
             return parsed
         value, ts = (parsed[0], parsed[1]) if self._timestamped else (parsed, 0)
         copy = _copier_of(value)
         if copy is None:
+            memo[data] = _NOT_KEPT
             return parsed
-        if self._bytes + len(data) > self.max_bytes:
-            self._memo.clear()
-            self._bytes = 0
         # the memo keeps a copy of its own: the caller may change the object it was handed
-        self._memo[data] = (copy(value), ts, copy)
-        self._bytes += len(data)
+        memo[data] = (copy(value), ts, copy)
         return parsed
 
     def __len__(self) -> int:
-        return len(self._memo)
+        """Rows kept parsed."""
+        return sum(1 for entry in self._memo.values() if entry.__class__ is tuple)
 
 
 #: id(serde) -> its memo, for as long as some store's reader holds the memo

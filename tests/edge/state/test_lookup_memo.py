@@ -24,6 +24,14 @@ def _vat(value: object, ts: int) -> bytes:
 def test_each_read_gets_its_own_object_equal_to_a_fresh_parse() -> None:
     memo = LookupMemo(ValueAndTimestampSerde(J))
     data = _vat({"tier": "gold", "since": 2015, "ok": True, "x": None, "r": 1.5}, 7)
+    assert memo.deserialize("t", data).value == {
+        "tier": "gold",
+        "since": 2015,
+        "ok": True,
+        "x": None,
+        "r": 1.5,
+    }
+    assert len(memo) == 0  # a row read once is not kept
     first, second = memo.deserialize("t", data), memo.deserialize("t", data)
     assert (
         first
@@ -34,7 +42,7 @@ def test_each_read_gets_its_own_object_equal_to_a_fresh_parse() -> None:
     first.value["tier"] = "changed by a joiner"  # the parse the memo was filled from
     second.value["tier"] = "changed too"  # a read the memo answered
     assert memo.deserialize("t", data).value["tier"] == "gold"
-    assert (memo.hits, memo.misses, len(memo)) == (2, 1, 1)
+    assert (memo.hits, memo.misses, len(memo)) == (2, 2, 1)
 
 
 def test_flat_arrays_are_copied_and_scalars_shared() -> None:
@@ -42,6 +50,8 @@ def test_flat_arrays_are_copied_and_scalars_shared() -> None:
     arr = orjson.dumps([1, "a", None])
     a, b = memo.deserialize("t", arr), memo.deserialize("t", arr)
     assert a == b == [1, "a", None] and a is not b
+    a[0] = b[0] = 2
+    assert memo.deserialize("t", arr) == [1, "a", None]
     assert memo.deserialize("t", b'"text"') == memo.deserialize("t", b'"text"') == "text"
     assert memo.deserialize("t", None) is None
     assert len(memo) == 2
@@ -51,17 +61,17 @@ def test_flat_arrays_are_copied_and_scalars_shared() -> None:
 def test_nested_values_are_parsed_on_every_read_and_never_kept(value: object) -> None:
     memo = LookupMemo(J)
     data = orjson.dumps(value)
-    a = memo.deserialize("t", data)
-    b = memo.deserialize("t", data)
-    assert a == b == value
-    assert a is not b
-    assert len(memo) == 0 and memo.misses == 2
+    a, b, c = (memo.deserialize("t", data) for _ in range(3))
+    assert a == b == c == value
+    assert a is not b and b is not c
+    assert len(memo) == 0 and memo.misses == 3
 
 
 def test_long_values_are_not_kept() -> None:
     memo = LookupMemo(J)
     data = orjson.dumps({"blob": "x" * MAX_MEMOIZED_VALUE_BYTES})
-    assert memo.deserialize("t", data) == {"blob": "x" * MAX_MEMOIZED_VALUE_BYTES}
+    for _ in range(3):
+        assert memo.deserialize("t", data) == {"blob": "x" * MAX_MEMOIZED_VALUE_BYTES}
     assert len(memo) == 0
 
 
@@ -69,9 +79,18 @@ def test_the_memo_starts_over_when_its_bytes_pass_the_budget() -> None:
     memo = LookupMemo(J, max_bytes=100)
     rows = [orjson.dumps({"n": i, "pad": "p" * 20}) for i in range(10)]
     for i, row in enumerate(rows):
-        assert memo.deserialize("t", row) == {"n": i, "pad": "p" * 20}
-        assert memo._bytes <= 100
+        for _ in range(2):  # the second read keeps it
+            assert memo.deserialize("t", row) == {"n": i, "pad": "p" * 20}
+            assert memo._bytes <= 100
     assert 0 < len(memo) < len(rows)
+
+
+def test_rows_read_once_are_not_kept_and_their_marks_stay_within_the_budget() -> None:
+    memo = LookupMemo(J, max_bytes=100)
+    for i in range(500):  # a table whose rows change before they are read again
+        assert memo.deserialize("t", orjson.dumps({"n": i})) == {"n": i}
+        assert memo._bytes <= 100
+    assert len(memo) == 0 and memo.hits == 0
 
 
 def test_a_bad_row_raises_the_serdes_error_with_its_topic() -> None:
