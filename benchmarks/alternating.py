@@ -212,6 +212,10 @@ def main(argv: list[str] | None = None) -> int:
     summary = _summary(runs, pair)
     if "edge_vs_peer" in summary:
         print(f"{pair.edge} / {pair.peer} (medians): x{summary['edge_vs_peer']}")
+    if "edge_vs_peer_per_cpu_s" in summary:
+        print(
+            f"  per CPU-second (the peer's CPU-s per 1M / the edge's): x{summary['edge_vs_peer_per_cpu_s']}"
+        )
     result = {
         "benchmark": "alternating",
         "workload": a.workload,
@@ -255,6 +259,12 @@ def _summary(runs: list[dict[str, Any]], pair: Pair) -> dict[str, Any]:
     if pair.peer in summary and pair.edge in summary:
         edge, peer = summary[pair.edge], summary[pair.peer]
         summary["edge_vs_peer"] = round(edge["events_per_s_median"] / peer["events_per_s_median"], 3)
+        # events per CPU-second, the edge's over the peer's: the rate ratio says how fast each runs on
+        # this machine, this one how much CPU each needs (a JVM peer spreads its work over more threads)
+        if edge["cpu_s_per_1m_median"] and peer["cpu_s_per_1m_median"]:
+            summary["edge_vs_peer_per_cpu_s"] = round(
+                peer["cpu_s_per_1m_median"] / edge["cpu_s_per_1m_median"], 3
+            )
     return summary
 
 

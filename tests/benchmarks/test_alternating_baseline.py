@@ -49,3 +49,28 @@ def test_the_baseline_is_named_by_its_commit_and_refused_when_it_is_no_checkout(
     assert _baseline(repo, ap) == (repo.resolve(), short)
     (repo / "edge" / "__init__.py").write_text("CHANGED = True\n")
     assert _baseline(repo, ap) == (repo.resolve(), f"{short}+dirty")
+
+
+def test_the_summary_gives_medians_of_correct_runs_and_both_ratios() -> None:
+    """The rate ratio and the per-CPU-second ratio from each system's medians; a failed run counts in
+    neither."""
+    from benchmarks.alternating import PAIRS, _summary
+
+    pair = PAIRS["enrichment"]
+
+    def run(system: str, rate: float, cpu: float, status: str = "ok") -> dict:
+        return {"system": system, "status": status, "events_per_s": rate, "cpu_s_per_1m_events": cpu}
+
+    runs = [
+        run(pair.peer, 100_000, 14.0),
+        run(pair.peer, 120_000, 13.0),
+        run(pair.peer, 130_000, 12.0),
+        run(pair.edge, 180_000, 6.0),
+        run(pair.edge, 150_000, 6.5),
+        run(pair.edge, 999_999, 0.1, status="failed"),
+    ]
+    summary = _summary(runs, pair)
+    assert summary[pair.peer] == {"runs": 3, "events_per_s_median": 120_000, "cpu_s_per_1m_median": 13.0}
+    assert summary[pair.edge] == {"runs": 2, "events_per_s_median": 165_000, "cpu_s_per_1m_median": 6.25}
+    assert summary["edge_vs_peer"] == 1.375
+    assert summary["edge_vs_peer_per_cpu_s"] == 2.08
