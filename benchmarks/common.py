@@ -50,6 +50,14 @@ def event_key(i: int) -> bytes:
     return b"user-%05d" % i
 
 
+def table_row(k: int) -> bytes:
+    """User ``k``'s row of the enrichment table. It names its user, as a real profile would, so the rows
+    are all different: a table of a few distinct rows would flatter any cache of parsed rows."""
+    return orjson.dumps(
+        {"user": f"user-{k:05d}", "tier": TIERS[k % 4], "region": REGIONS[k % 5], "since": 2010 + k % 15}
+    )
+
+
 def generate_events(n: int, keys: int = DEFAULT_KEYS, seed: int = 42) -> Iterable[tuple[bytes, bytes]]:
     """Deterministic (key, JSON value) pairs: uniform random keys, a small realistic JSON body."""
     rng = random.Random(seed)
@@ -123,11 +131,7 @@ def prepare_table(client: KafkaClientConfig, topic: str, keys: int = DEFAULT_KEY
     have = sum(end_offsets(client, topic))
     if have >= keys:
         return {"topic": topic, "rows": have, "produced_now": False}
-    dumps = orjson.dumps
-    rows = (
-        (event_key(k), dumps({"tier": TIERS[k % 4], "region": REGIONS[k % 5], "since": 2010 + k % 15}))
-        for k in range(keys)
-    )
+    rows = ((event_key(k), table_row(k)) for k in range(keys))
     n = produce_all(Producer(bulk_producer_config(client)), topic, rows)
     return {"topic": topic, "rows": n, "produced_now": True}
 

@@ -32,7 +32,7 @@ from typing import Any
 
 import orjson
 
-from benchmarks.common import DEFAULT_KEYS, REGIONS, TIERS, event_key, generate_events, write_results
+from benchmarks.common import DEFAULT_KEYS, event_key, generate_events, table_row, write_results
 from benchmarks.edge_hotpath import _timed, make_task
 from benchmarks.event_time import JOIN_DIFF_MS, WINDOW_MS, generate_join, generate_windowed
 
@@ -81,16 +81,7 @@ def raw_windowed(records: Records) -> Callable[[], None]:
 
 
 def table_records(keys: int) -> Records:
-    dumps = orjson.dumps
-    return [
-        (
-            "users",
-            event_key(k),
-            dumps({"tier": TIERS[k % 4], "region": REGIONS[k % 5], "since": 2010 + k % 15}),
-            0,
-        )
-        for k in range(keys)
-    ]
+    return [("users", event_key(k), table_row(k), 0) for k in range(keys)]
 
 
 def enrichment_topology() -> Any:

@@ -7,7 +7,7 @@ bound as instance attributes instead, so the untimed path carries no metrics bra
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from time import perf_counter_ns
 from typing import Any
 
@@ -16,7 +16,6 @@ from edge.serde import Serde, ValueAndTimestamp
 from edge.serde.timestamped import _TS_LONG, _TS_LONG_UNPACK, _LongValueAndTimestampSerde
 from edge.state.api import FlushListener, StoreContext, StoreMetrics, changelog_topic_name
 from edge.state.iterators import DeserializingIterator
-from edge.state.lookup_memo import lookup_memo_for
 
 _tuple_new = tuple.__new__
 _pack_long_ts = _TS_LONG.pack
@@ -169,24 +168,6 @@ class MeteredKeyValueStore:
         if key is None:
             return None
         return self._vde(topic, self._iget(self._kser(topic, key)))
-
-    def lookup_get(self) -> Callable[[Any], Any]:
-        """``get`` for a reader that looks the same rows up again and again (the table side of a
-        join): the same values, parsed once per distinct row through the serde's
-        :class:`~edge.state.lookup_memo.LookupMemo` when it has one. A store timed for metrics keeps
-        its timed ``get``."""
-        memo = lookup_memo_for(self.value_serde)
-        if memo is None or self._metrics is not None:
-            return self.get
-        deserialize = memo.deserialize
-
-        def get(key: Any) -> Any:
-            if key is None:
-                return None
-            topic = self._topic
-            return deserialize(topic, self._iget(self._kser(topic, key)))
-
-        return get
 
     def put(self, key: Any, value: Any, timestamp: int | None = None) -> None:
         if timestamp is None:

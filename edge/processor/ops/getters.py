@@ -34,10 +34,7 @@ class StoreGetter:
         self._name = store_name
 
     def init(self, context: ProcessorContext) -> None:
-        store = context.get_state_store(self._name)
-        # a getter is a join's look-up of the other side: rows read again and again (see lookup_memo)
-        lookup_get = getattr(store, "lookup_get", None)
-        self.get = store.get if lookup_get is None else lookup_get()  # type: ignore[method-assign]
+        self.get = context.get_state_store(self._name).get  # type: ignore[method-assign]
 
     def get(self, key: Any) -> ValueAndTimestamp | None:  # replaced by the store's get in init
         raise RuntimeError("getter used before init")
