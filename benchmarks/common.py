@@ -125,9 +125,13 @@ TIERS = ("free", "silver", "gold", "platinum")
 REGIONS = ("eu-west", "eu-north", "us-east", "us-west", "ap-south")
 
 
-def prepare_table(client: KafkaClientConfig, topic: str, keys: int = DEFAULT_KEYS) -> dict[str, Any]:
-    """The enrichment table: one JSON profile per key, produced once (timestamps older than any event)."""
-    ensure_topics(client, [topic])
+def prepare_table(
+    client: KafkaClientConfig, topic: str, keys: int = DEFAULT_KEYS, partitions: int = 1
+) -> dict[str, Any]:
+    """The enrichment table: one JSON profile per key, produced once (timestamps older than any event).
+    Produced, as the events are, with the client's default partitioner: both topics are co-partitioned
+    when they have as many partitions."""
+    ensure_topics(client, [topic], partitions)
     have = sum(end_offsets(client, topic))
     if have >= keys:
         return {"topic": topic, "rows": have, "produced_now": False}

@@ -82,7 +82,7 @@ def _cpu_s(fields: list[str]) -> float:
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
-def _children(pid: int) -> list[int]:
+def children_of(pid: int) -> list[int]:
     kids: list[int] = []
     try:
         for task in os.listdir(f"/proc/{pid}/task"):
@@ -337,14 +337,14 @@ def machine_parallelism(seconds: float = 2.0) -> dict[str, Any]:
 # ------------------------------------------------------------------------------------------ one run
 
 
-def ready_topic(client: KafkaClientConfig, topic: str, timeout_s: float = 30.0) -> None:
-    """Create ``topic`` (2 partitions) and wait until both answer for their offsets: a fresh Apache
-    Kafka broker elects a new partition's leader a moment after the creation returns."""
-    ensure_topics(client, [topic], 2)
+def ready_topic(client: KafkaClientConfig, topic: str, timeout_s: float = 30.0, partitions: int = 2) -> None:
+    """Create ``topic`` and wait until every partition answers for its offsets: a fresh Apache Kafka
+    broker elects a new partition's leader a moment after the creation returns."""
+    ensure_topics(client, [topic], partitions)
     probe = Consumer(client.consumer(f"bench-ready-{uuid.uuid4().hex[:6]}"))
     deadline = time.monotonic() + timeout_s
     try:
-        for p in range(2):
+        for p in range(partitions):
             while True:
                 try:
                     probe.get_watermark_offsets(TopicPartition(topic, p), timeout=5, cached=False)
@@ -397,7 +397,7 @@ def run_once(
             roles["worker-0"] = proc.pid  # one worker runs in the edge run process itself
         else:
             roles["supervisor"] = proc.pid
-            roles.update({f"worker-{i}": pid for i, pid in enumerate(_children(proc.pid))})
+            roles.update({f"worker-{i}": pid for i, pid in enumerate(children_of(proc.pid))})
         marks = Consumer(client.consumer(f"bench-marks-{uuid.uuid4().hex[:6]}"))
         parts = [TopicPartition(sink, p) for p in range(2)]
 

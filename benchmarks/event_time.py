@@ -94,10 +94,18 @@ class WindowedTruth:
         }
 
 
+def key_partition(key: bytes, partitions: int) -> int:
+    """The partition a keyed record of these inputs goes to: its number (``user-00042``,
+    ``order-0000042``) modulo ``partitions``. Explicit, so the truth knows each partition's records (the
+    partition rule's stream time is per partition) and every input of a join is co-partitioned."""
+    return int(key[key.rindex(b"-") + 1 :]) % partitions
+
+
 def generate_windowed(
-    n: int, keys: int = DEFAULT_KEYS, seed: int = 7
+    n: int, keys: int = DEFAULT_KEYS, seed: int = 7, partitions: int = 1
 ) -> tuple[list[tuple[bytes, bytes, int]], WindowedTruth]:
-    """(key, JSON value, timestamp ms) records and their truth; deterministic."""
+    """(key, JSON value, timestamp ms) records and their truth; deterministic. With ``partitions`` > 1
+    the partition rule's stream time is kept per partition (:func:`key_partition`)."""
     rng = random.Random(seed)
     names = [event_key(k) for k in range(keys)]
     step = WINDOW_MS / EVENTS_PER_WINDOW
@@ -110,7 +118,7 @@ def generate_windowed(
     first_window = BASE_MS // WINDOW_MS
     windows = max(stamps) // WINDOW_MS - first_window + 1 if stamps else 1
     truth = WindowedTruth(keys, first_window, windows)
-    partition_time = -1
+    partition_time = [-1] * partitions
     key_time = [-1] * keys
     late_p, late_k = truth.late["partition"], truth.late["key"]
     out = []
@@ -121,8 +129,10 @@ def generate_windowed(
         col = w - first_window
         truth.all[k, col] += 1
         end = (w + 1) * WINDOW_MS
-        partition_time = max(partition_time, ts)
-        if end <= partition_time:
+        p = k % partitions  # key_partition(names[k], partitions)
+        if ts > partition_time[p]:
+            partition_time[p] = ts
+        if end <= partition_time[p]:
             late_p.append((k, col))
         if ts > key_time[k]:
             key_time[k] = ts
@@ -143,9 +153,10 @@ def generate_windowed(
 
 
 def produce_timestamped(
-    client: KafkaClientConfig, topic: str, records: list[tuple[bytes, bytes, int]]
+    client: KafkaClientConfig, topic: str, records: list[tuple[bytes, bytes, int]], partitions: int = 1
 ) -> float:
-    """Produce (key, value, timestamp) records in order; returns seconds. Raises if any delivery failed."""
+    """Produce (key, value, timestamp) records in order, each to its :func:`key_partition`; returns
+    seconds. Raises if any delivery failed."""
     failures: list[str] = []
 
     def on_delivery(err: Any, _msg: Any) -> None:
@@ -158,7 +169,9 @@ def produce_timestamped(
     for n, (key, value, ts) in enumerate(records, 1):
         while True:
             try:
-                produce(topic, value, key, timestamp=ts, on_delivery=on_delivery)
+                produce(
+                    topic, value, key, key_partition(key, partitions), timestamp=ts, on_delivery=on_delivery
+                )
                 break
             except BufferError:
                 producer.poll(0.05)
@@ -170,24 +183,25 @@ def produce_timestamped(
     return time.perf_counter() - t0
 
 
-def _fresh_topic(client: KafkaClientConfig, topic: str) -> None:
+def _fresh_topic(client: KafkaClientConfig, topic: str, partitions: int = 1) -> None:
     # the events carry historical timestamps (BASE_MS): a time-based retention would let Apache Kafka
     # delete them while a system reads them (its consumer then resets and reads the input twice)
-    ensure_topics(client, [topic], **{"retention.ms": "-1"})
+    ensure_topics(client, [topic], partitions, **{"retention.ms": "-1"})
     have = sum(end_offsets(client, topic))
     if have:
         raise RuntimeError(f"input topic {topic} already holds {have} records; use a new name")
 
 
 def prepare_windowed_input(
-    client: KafkaClientConfig, topic: str, n: int, keys: int = DEFAULT_KEYS
+    client: KafkaClientConfig, topic: str, n: int, keys: int = DEFAULT_KEYS, partitions: int = 1
 ) -> tuple[dict[str, Any], WindowedTruth]:
-    """Create ``topic`` (1 partition) and fill it with the timestamped events once."""
-    _fresh_topic(client, topic)
-    records, truth = generate_windowed(n, keys)
-    dt = produce_timestamped(client, topic, records)
+    """Create ``topic`` and fill it with the timestamped events once."""
+    _fresh_topic(client, topic, partitions)
+    records, truth = generate_windowed(n, keys, partitions=partitions)
+    dt = produce_timestamped(client, topic, records, partitions)
     info = {
         "topic": topic,
+        "partitions": partitions,
         "events": n,
         "keys": keys,
         "window_ms": WINDOW_MS,
@@ -294,15 +308,17 @@ def generate_join(
 
 
 def prepare_join_input(
-    client: KafkaClientConfig, orders_topic: str, payments_topic: str, n: int
+    client: KafkaClientConfig, orders_topic: str, payments_topic: str, n: int, partitions: int = 1
 ) -> tuple[dict[str, Any], np.ndarray]:
-    _fresh_topic(client, orders_topic)
-    _fresh_topic(client, payments_topic)
+    """Both topics with ``partitions`` partitions, an order and its payments in the same one."""
+    _fresh_topic(client, orders_topic, partitions)
+    _fresh_topic(client, payments_topic, partitions)
     orders, payments, joins = generate_join(n)
-    dt = produce_timestamped(client, orders_topic, orders) + produce_timestamped(
-        client, payments_topic, payments
+    dt = produce_timestamped(client, orders_topic, orders, partitions) + produce_timestamped(
+        client, payments_topic, payments, partitions
     )
     info = {
+        "partitions": partitions,
         "orders_topic": orders_topic,
         "payments_topic": payments_topic,
         "orders": len(orders),

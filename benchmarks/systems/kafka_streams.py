@@ -63,6 +63,47 @@ def java_client_settings(client: Any) -> list[str]:
     return out
 
 
+def command(
+    client: Any,
+    *,
+    workload: str,
+    inputs: list[str],
+    output: str,
+    app_id: str,
+    state_dir: Path,
+    stats: Path,
+    retention_ms: int | None = None,
+    threads: int = 1,
+) -> tuple[list[str], dict[str, Any]]:
+    """The app's command line for ``workload`` and the settings it runs with (for the result).
+    ``threads``: ``num.stream.threads`` (one per input partition to use as many cores)."""
+    installer = _install()
+    dest = installer.default_dest()
+    ms = int(COMMIT_INTERVAL_S * 1000)
+    settings = java_client_settings(client)
+    if threads != 1:
+        settings.append(f"num.stream.threads={threads}")
+    cmd = [
+        "java", "-XX:+UseParallelGC", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+        "-cp", f"{dest / 'classes'}:{dest / 'libs'}/*", installer.MAIN_CLASS, APPS[workload],
+        "--bootstrap", client.bootstrap_servers, "--input", inputs[0],
+        *(["--input2", inputs[1]] if len(inputs) > 1 else []),
+        "--output", output, "--app-id", app_id, "--state-dir", str(state_dir),
+        "--stats", str(stats), "--commit-interval-ms", str(ms),
+        *(["--retention-ms", str(retention_ms)] if retention_ms is not None else []),
+        *[a for s in settings for a in ("-c", s)],
+    ]  # fmt: skip
+    rec = installer.read_record()
+    described = {
+        "version": rec.get("kafka_streams_version", VERSION),
+        "settings": {"processing_guarantee": "at_least_once", "commit_interval_ms": ms,
+                     "statestore.cache.max.bytes": 0, "num.stream.threads": threads,
+                     "jvm": "-XX:+UseParallelGC, default heap", "client": settings,
+                     "build": json.dumps({k: rec.get(k) for k in ("main_class", "jars")})},
+    }  # fmt: skip
+    return cmd, described
+
+
 def run(
     client: Any,
     *,
@@ -79,31 +120,15 @@ def run(
     reason = availability()
     if reason:
         return not_available(SYSTEM, workload, input_events, reason)
-    installer = _install()
-    dest = installer.default_dest()
     output = f"bench-{tag}-out"
     ensure_topics(client, [output])
     stats = workdir / f"{tag}.stats.json"
-    ms = int(COMMIT_INTERVAL_S * 1000)
-    settings = java_client_settings(client)
-    cmd = [
-        "java", "-XX:+UseParallelGC", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
-        "-cp", f"{dest / 'classes'}:{dest / 'libs'}/*", installer.MAIN_CLASS, APPS[workload],
-        "--bootstrap", client.bootstrap_servers, "--input", inputs[0],
-        *(["--input2", inputs[1]] if len(inputs) > 1 else []),
-        "--output", output, "--app-id", f"bench-{tag}", "--state-dir", str(workdir / f"{tag}-state"),
-        "--stats", str(stats), "--commit-interval-ms", str(ms),
-        *(["--retention-ms", str(retention_ms)] if retention_ms is not None else []),
-        *[a for s in settings for a in ("-c", s)],
-    ]  # fmt: skip
-    rec = installer.read_record()
+    cmd, described = command(
+        client, workload=workload, inputs=inputs, output=output, app_id=f"bench-{tag}",
+        state_dir=workdir / f"{tag}-state", stats=stats, retention_ms=retention_ms,
+    )  # fmt: skip
     return run_timed_child(
         client, system=SYSTEM, workload=workload, cmd=cmd, output_topic=output,
         input_events=input_events, expected_outputs=expected_outputs, stats_path=stats,
-        log_path=workdir / f"{tag}.log", timeout_s=timeout_s, terminate_when_done=True,
-        extra={"version": rec.get("kafka_streams_version", VERSION),
-               "settings": {"processing_guarantee": "at_least_once", "commit_interval_ms": ms,
-                            "statestore.cache.max.bytes": 0, "num.stream.threads": 1,
-                            "jvm": "-XX:+UseParallelGC, default heap", "client": settings,
-                            "build": json.dumps({k: rec.get(k) for k in ("main_class", "jars")})}},
+        log_path=workdir / f"{tag}.log", timeout_s=timeout_s, terminate_when_done=True, extra=described,
     )  # fmt: skip
