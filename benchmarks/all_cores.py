@@ -20,8 +20,17 @@ read by a watcher (so start-up and the group join do not count, for either), and
 CPU of each of its processes (``/proc``, all threads), of the broker and of the whole machine is read:
 so the figures say both how fast each system goes and whether the cores were full.
 
+**Steady state.** A JVM compiles its hot path while it runs: over a 1M-event run (8 s) Kafka Streams'
+JIT compiler threads take about half a core and its stream thread speeds up throughout. Each run
+therefore also reports its *second half* (rate and CPU from the sample at half the outputs to the end)
+and a timeline of every thread kind's cores per second. For steady-state figures give it a long input
+on Apache Kafka (``STREAMHOUSE_BROKER_KIND=kafka``, ``--events 3000000``): Tansu's fetches get dearer as
+a partition's batches pile up, and at 4M events in one partition it took a whole core.
+
     .venv/bin/python -m benchmarks.all_cores --workload enrichment --events 1000000 --rounds 3
     .venv/bin/python -m benchmarks.all_cores --workload enrichment -c linger.ms=100
+    STREAMHOUSE_BROKER_KIND=kafka .venv/bin/python -m benchmarks.all_cores --workload enrichment \
+        --events 3000000 --rounds 1 --timeout-s 600
 
 ``-c KEY=VALUE`` adds an edge setting (e.g. ``linger.ms=100``, Kafka Streams' own producer default; the
 edge's is 5 ms, for latency). Prints one line per run and writes
@@ -275,12 +284,21 @@ def timed_run(
                 **base,
             )
         roles = _roles(launch.system, child.popen.pid, partitions, broker_pid)
-        sampler = Sampler(roles, lambda: 0, interval_s=1.0)
-        cpu_start = sampler.start()
-        watch = wait_for_outputs(
-            client, output, prepared.expected_outputs, timeout_s=timeout_s, alive=child.alive
+        marks = Consumer(client.consumer(None, **{"group.id": f"bench-marks-{os.getpid()}"}))
+        parts = [TopicPartition(output, p) for p in range(partitions)]
+        sampler = Sampler(
+            roles,
+            lambda: sum(marks.get_watermark_offsets(tp, timeout=5, cached=False)[1] for tp in parts),
+            interval_s=1.0,
         )
-        cpu_end = sampler.stop()
+        cpu_start = sampler.start()
+        try:
+            watch = wait_for_outputs(
+                client, output, prepared.expected_outputs, timeout_s=timeout_s, alive=child.alive
+            )
+        finally:
+            cpu_end = sampler.stop()
+            marks.close()
     finally:
         child.finish(timeout_s=60, terminate=True)
     if not watch.reached:
@@ -299,21 +317,83 @@ def timed_run(
     system_cpu_s = sum(
         p["cpu_s"] for role, p in cpu["processes"].items() if role not in ("benchmark", "broker")
     )
+    system_roles = [role for role in roles if role not in ("benchmark", "broker")]
+    middle = sampler.middle_rate(prepared.expected_outputs)
+    inputs_per_output = prepared.input_events / prepared.expected_outputs
     r = result(
         launch.system,
         workload_name,
         prepared.input_events,
         prepared.input_events / seconds,
         seconds_first_to_last_output=round(seconds, 3),
+        # the steady rate, without the first and last fifth of the outputs: for a JVM, without most of
+        # its warm-up (see thread_timeline: the JIT compiler's threads)
+        events_per_s_20_to_80pct=round(middle * inputs_per_output) if middle else None,
         cpu_s_per_1m_events=round(system_cpu_s / prepared.input_events * 1e6, 2),
         whole_run_cpu_s=child.cpu_s,
         cpu=cpu,
+        second_half=second_half(sampler, system_roles, prepared.expected_outputs, inputs_per_output),
+        thread_timeline=thread_timeline(sampler, system_roles),
         **base,
     )
     r["verification"] = prepared.verify(output)
     if not r["verification"].get("correct"):
         r["status"] = "failed"
     return r
+
+
+def second_half(
+    sampler: Sampler, system_roles: list[str], expected_outputs: int, inputs_per_output: float
+) -> dict[str, float] | None:
+    """Rate and CPU per 1M input events from the first sample with half the outputs to the last: the
+    steady state. A JVM compiles its hot path during the first seconds of a run (at 1M events that is
+    most of Kafka Streams' run: its JIT compiler's threads take half a core meanwhile), a CPython
+    process runs the same code from its first record; comparing the second halves of long runs
+    compares the two as they run for days."""
+    snaps, outputs = sampler.snapshots, sampler.outputs
+    start = next((i for i, n in enumerate(outputs) if n >= expected_outputs / 2), None)
+    end = len(snaps) - 1
+    if start is None or end <= start or outputs[end] <= outputs[start]:
+        return None
+    events = (outputs[end] - outputs[start]) * inputs_per_output
+    cpu_s = 0.0
+    for role in system_roles:
+        a, b = snaps[start].processes.get(role), snaps[end].processes.get(role)
+        if a is not None and b is not None and a.pid == b.pid:
+            cpu_s += b.total_s - a.total_s
+    seconds = snaps[end].at - snaps[start].at
+    return {
+        "events_per_s": round(events / seconds),
+        "cpu_s_per_1m_events": round(cpu_s / events * 1e6, 2),
+        "from_s": round(snaps[start].at - snaps[0].at, 2),
+        "seconds": round(seconds, 2),
+    }
+
+
+def thread_timeline(sampler: Sampler, system_roles: list[str]) -> dict[str, list[float]]:
+    """The system's cores per sampling interval by thread kind, summed over its processes (``python``:
+    the workers' Python threads; ``rdk:broker``: librdkafka's; for the JVM its stream thread, the
+    producer's sender, the JIT compiler's and the GC's threads), and the outputs so far: how a system's
+    use of the cores changes over a run, e.g. when a JVM's JIT compiler is done."""
+    snaps = sampler.snapshots
+    out: dict[str, list[float]] = {"t_s": [], "outputs": []}
+    kinds = sorted(
+        {k for s in snaps for role in system_roles if role in s.processes for k in s.processes[role].threads}
+    )
+    for kind in kinds:
+        out[kind] = []
+    for a, b, n in zip(snaps, snaps[1:], sampler.outputs[1:], strict=False):
+        span = b.at - a.at
+        out["t_s"].append(round(b.at - snaps[0].at, 2))
+        out["outputs"].append(n)
+        for kind in kinds:
+            used = 0.0
+            for role in system_roles:
+                pa, pb = a.processes.get(role), b.processes.get(role)
+                if pa is not None and pb is not None and pa.pid == pb.pid:
+                    used += pb.threads.get(kind, 0.0) - pa.threads.get(kind, 0.0)
+            out[kind].append(round(max(0.0, used) / span, 2) if span > 0 else 0.0)
+    return out
 
 
 # ----------------------------------------------------------------------------------------- report
@@ -323,11 +403,19 @@ def describe(r: dict[str, Any]) -> str:
     """One run in a line, and where the cores went."""
     cpu = r.get("cpu")
     head = (
-        f"{r['system']:>17}: {r.get('events_per_s')} events/s, {r.get('cpu_s_per_1m_events')} CPU-s per 1M "
-        f"(first to last output), output correct: {(r.get('verification') or {}).get('correct')}"
+        f"{r['system']:>17}: {r.get('events_per_s')} events/s "
+        f"(20-80 %: {r.get('events_per_s_20_to_80pct')}), "
+        f"{r.get('cpu_s_per_1m_events')} CPU-s per 1M (first to last output), "
+        f"output correct: {(r.get('verification') or {}).get('correct')}"
     )
     if not cpu:
         return head + (f"\n    {str(r.get('reason'))[:500]}" if r.get("reason") else "")
+    half = r.get("second_half")
+    if half:
+        head += (
+            f"\n    second half of the outputs (from {half['from_s']} s): {half['events_per_s']} events/s, "
+            f"{half['cpu_s_per_1m_events']} CPU-s per 1M"
+        )
     roles = ", ".join(f"{role} {p['cores']:.2f}" for role, p in cpu["processes"].items())
     return (
         f"{head}\n    cores: machine {cpu['machine_busy_cores']:.2f} busy of {cpu['machine_cores']}, "
@@ -348,6 +436,14 @@ def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
                 "cpu_s_per_1m_median": statistics.median(r["cpu_s_per_1m_events"] for r in ok),
                 "machine_idle_cores_median": statistics.median(r["cpu"]["machine_idle_cores"] for r in ok),
             }
+            halves = [r["second_half"] for r in ok if r.get("second_half")]
+            if halves:
+                out[system]["second_half_events_per_s_median"] = statistics.median(
+                    h["events_per_s"] for h in halves
+                )
+                out[system]["second_half_cpu_s_per_1m_median"] = statistics.median(
+                    h["cpu_s_per_1m_events"] for h in halves
+                )
     if PEER in out and EDGE in out:
         edge, peer = out[EDGE], out[PEER]
         out["edge_vs_peer"] = round(edge["events_per_s_median"] / peer["events_per_s_median"], 3)
@@ -355,6 +451,14 @@ def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
             out["edge_vs_peer_per_cpu_s"] = round(
                 peer["cpu_s_per_1m_median"] / edge["cpu_s_per_1m_median"], 3
             )
+        if "second_half_events_per_s_median" in edge and "second_half_events_per_s_median" in peer:
+            out["edge_vs_peer_second_half"] = round(
+                edge["second_half_events_per_s_median"] / peer["second_half_events_per_s_median"], 3
+            )
+            if edge["second_half_cpu_s_per_1m_median"] and peer["second_half_cpu_s_per_1m_median"]:
+                out["edge_vs_peer_per_cpu_s_second_half"] = round(
+                    peer["second_half_cpu_s_per_1m_median"] / edge["second_half_cpu_s_per_1m_median"], 3
+                )
     return out
 
 
@@ -461,6 +565,11 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"edge / Kafka Streams (medians): x{s['edge_vs_peer']} in rate, "
             f"x{s.get('edge_vs_peer_per_cpu_s')} per CPU-second"
+        )
+    if "edge_vs_peer_second_half" in s:
+        print(
+            f"  second halves (steady state): x{s['edge_vs_peer_second_half']} in rate, "
+            f"x{s.get('edge_vs_peer_per_cpu_s_second_half')} per CPU-second"
         )
     doc = {
         "benchmark": "all_cores",

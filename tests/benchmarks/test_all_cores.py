@@ -11,6 +11,7 @@ import pytest
 from confluent_kafka.admin import AdminClient
 
 from benchmarks import all_cores
+from benchmarks.edge_workers import CpuSnapshot, ProcessCpu, Sampler
 from benchmarks.event_time import WINDOW_MS, generate_join, generate_windowed, key_partition
 from benchmarks.systems import kafka_streams
 
@@ -41,7 +42,8 @@ def test_an_order_and_its_payments_share_a_partition() -> None:
 def test_the_summary_gives_medians_of_correct_runs_and_both_ratios() -> None:
     def run(system: str, rate: int, cpu: float, status: str = "ok") -> dict:
         return {"system": system, "status": status, "events_per_s": rate, "cpu_s_per_1m_events": cpu,
-                "cpu": {"machine_idle_cores": 0.1}}  # fmt: skip
+                "cpu": {"machine_idle_cores": 0.1},
+                "second_half": {"events_per_s": 2 * rate, "cpu_s_per_1m_events": cpu / 2}}  # fmt: skip
 
     s = all_cores.summary([
         run(all_cores.PEER, 100, 12.0), run(all_cores.EDGE, 150, 8.0),
@@ -51,8 +53,28 @@ def test_the_summary_gives_medians_of_correct_runs_and_both_ratios() -> None:
     assert s[all_cores.EDGE]["runs"] == 2 and s[all_cores.EDGE]["events_per_s_median"] == 160
     assert s["edge_vs_peer"] == round(160 / 110, 3)
     assert s["edge_vs_peer_per_cpu_s"] == round(11.0 / 7.0, 3)
+    assert s[all_cores.PEER]["second_half_events_per_s_median"] == 220
+    assert s["edge_vs_peer_second_half"] == round(320 / 220, 3)
+    assert s["edge_vs_peer_per_cpu_s_second_half"] == round(5.5 / 3.5, 3)
     assert "edge_vs_peer" not in all_cores.summary([run(all_cores.EDGE, 1, 1.0)])
     assert all_cores.variant_name(["linger.ms=100", "batch.size=1M"]) == "lingerms100-batchsize1m"
+
+
+def test_the_second_half_is_the_steady_rate_and_cpu_of_the_later_outputs() -> None:
+    """A JVM-like run: slow while it warms up, then fast; the second half sees only the fast part."""
+    sampler = Sampler({}, lambda: 0)
+    # (seconds, outputs so far, CPU-seconds of the system's two processes)
+    samples = [(0, 0, 0.0), (1, 100, 1.5), (2, 250, 3.0), (3, 550, 4.5), (4, 850, 6.0), (5, 1_000, 6.75)]
+    for at, outputs, cpu in samples:
+        procs = {"worker-0": ProcessCpu(10, cpu / 2, {}), "worker-1": ProcessCpu(11, cpu / 2, {})}
+        sampler.snapshots.append(CpuSnapshot(float(at), {}, procs))
+        sampler.outputs.append(outputs)
+    half = all_cores.second_half(sampler, ["worker-0", "worker-1"], 1_000, inputs_per_output=2.0)
+    assert half is not None
+    # from the 3 s sample (550 outputs, the first past 500) to the last: 450 outputs = 900 inputs in 2 s
+    assert half["from_s"] == 3.0 and half["events_per_s"] == 450 and half["seconds"] == 2.0
+    assert half["cpu_s_per_1m_events"] == round(2.25 / 900 * 1e6, 2)
+    assert all_cores.second_half(sampler, ["worker-0"], 10_000, inputs_per_output=1.0) is None
 
 
 @pytest.mark.parametrize("workload", all_cores.WORKLOADS)
