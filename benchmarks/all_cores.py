@@ -8,6 +8,7 @@ wants throughput gives each system as many partitions and threads (workers, for 
 this is that comparison. Same workloads, same inputs (with P partitions, an order and its payments, a
 user's events and table row, in the same one), same checks of every output:
 
+* ``count``: the events counted per user (the issue's headline workload), every final count checked;
 * ``enrichment``: the events left-joined with the 10k-row user table;
 * ``windowed-count``: 1-minute tumbling windows, stream time per partition (the truth knows each
   record's partition);
@@ -58,7 +59,7 @@ from benchmarks.common import RESULTS_DIR, machine_info, result, start_child, wa
 from benchmarks.edge_workers import Sampler, children_of, cpu_window, machine_parallelism, ready_topic
 
 ROOT = Path(__file__).resolve().parents[1]
-WORKLOADS = ("enrichment", "windowed-count", "stream-stream-join")
+WORKLOADS = ("count", "enrichment", "windowed-count", "stream-stream-join")
 PEER = "kafka-streams"
 EDGE = "streamhouse-edge"
 
@@ -69,11 +70,13 @@ def topology() -> Any:
     """The edge's app for ``streamhouse edge run`` (``benchmarks.all_cores:topology``): the workload and
     its topics from the environment, each worker building the same topology as the one-partition
     benchmarks' children do."""
-    from benchmarks.systems.streamhouse_count import build_enrichment_topology
+    from benchmarks.systems.streamhouse_count import build_enrichment_topology, build_topology
     from benchmarks.systems.streamhouse_windowed import build_join_topology, build_windowed_topology
 
     workload, inputs, output = os.environ["BENCH_WORKLOAD"], os.environ["BENCH_IN"], os.environ["BENCH_OUT"]
     first, _, second = inputs.partition(",")
+    if workload == "count":
+        return build_topology(first, output)
     if workload == "enrichment":
         return build_enrichment_topology(first, second, output)
     if workload == "windowed-count":
@@ -99,10 +102,15 @@ class Prepared:
 
 def prepare(client: Any, workload: str, events: int, partitions: int, prefix: str = "") -> Prepared:
     """Produce the workload's input once, to topics named ``<prefix>events`` and so on."""
-    from benchmarks.common import prepare_input, prepare_table
+    from benchmarks.common import prepare_input, prepare_table, verify_counts
     from benchmarks.event_time import prepare_join_input, prepare_windowed_input, verify_join, verify_windowed
     from benchmarks.systems.streamhouse_count import verify_enrichment
 
+    if workload == "count":
+        info = prepare_input(client, f"{prefix}events", events, partitions=partitions)
+        return Prepared(
+            info, [f"{prefix}events"], events, events, lambda topic: verify_counts(client, topic, events)
+        )
     if workload == "enrichment":
         table = prepare_table(client, f"{prefix}users", partitions=partitions)
         info = {**prepare_input(client, f"{prefix}events", events, partitions=partitions), "table": table}
@@ -489,7 +497,9 @@ def compare(
         for system in (PEER, EDGE):
             tag = f"{prefix}{system}-{i}"
             output = f"bench-{tag}-out"
-            ready_topic(client, output, partitions=partitions)
+            # no time-based retention: the windowed count's and the join's outputs carry their inputs'
+            # event times (2025), which Apache Kafka would delete while the run goes
+            ready_topic(client, output, partitions=partitions, **{"retention.ms": "-1"})
             launch = (
                 peer_launch(client, workload, prepared.inputs, output, tag, workdir, partitions)
                 if system == PEER

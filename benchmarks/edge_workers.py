@@ -337,10 +337,12 @@ def machine_parallelism(seconds: float = 2.0) -> dict[str, Any]:
 # ------------------------------------------------------------------------------------------ one run
 
 
-def ready_topic(client: KafkaClientConfig, topic: str, timeout_s: float = 30.0, partitions: int = 2) -> None:
-    """Create ``topic`` and wait until every partition answers for its offsets: a fresh Apache Kafka
-    broker elects a new partition's leader a moment after the creation returns."""
-    ensure_topics(client, [topic], partitions)
+def ready_topic(
+    client: KafkaClientConfig, topic: str, timeout_s: float = 30.0, partitions: int = 2, **config: str
+) -> None:
+    """Create ``topic`` (with ``config``) and wait until every partition answers for its offsets: a fresh
+    Apache Kafka broker elects a new partition's leader a moment after the creation returns."""
+    ensure_topics(client, [topic], partitions, **config)
     probe = Consumer(client.consumer(f"bench-ready-{uuid.uuid4().hex[:6]}"))
     deadline = time.monotonic() + timeout_s
     try:
