@@ -21,6 +21,11 @@ measured under the same conditions for both. Workloads:
     .venv/bin/python -m benchmarks.alternating --workload enrichment --events 1000000 --rounds 3
     .venv/bin/python -m benchmarks.alternating --workload coalesced-count --events 1000000 --rounds 3
 
+The whole run is timed, so a JVM peer's warm-up is in its figure: at 1M events Kafka Streams' JIT
+compiler is busy for most of the run, and its steady rate is up to twice its 1M one.
+``benchmarks/all_cores.py`` reports each run's second half too (use it with 3M events on Apache Kafka
+for steady-state figures) and runs both systems on every core.
+
 ``--baseline DIR`` times the edge against itself instead: DIR is another checkout of this repository
 (``git worktree add DIR <commit>``), whose edge takes the peer's turns, so a change is measured against
 the commit before it under the same conditions (the machine's speed drifts by 20 % over half an hour).
