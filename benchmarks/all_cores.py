@@ -5,8 +5,9 @@ against ``streamhouse edge run --workers P``, taking turns on one broker.
 Streams' JVM then spreads its work over more than one core (its producer's sender thread, the JIT
 compiler, the garbage collector) while the edge's stream thread holds one core (the GIL). A user who
 wants throughput gives each system as many partitions and threads (workers, for the edge) as cores;
-this is that comparison. Same workloads, same inputs (with P partitions, an order and its payments, a
-user's events and table row, in the same one), same checks of every output:
+this is that comparison. Same workloads, same inputs, same checks of every output; with P partitions
+an order and its payments share one (the event-time inputs go to partition key number mod P), as do a
+user's events and table row (both produced with the client's default partitioner):
 
 * ``count``: the events counted per user (the issue's headline workload), every final count checked;
 * ``enrichment``: the events left-joined with the 10k-row user table;
@@ -58,7 +59,6 @@ from confluent_kafka import Consumer, TopicPartition
 from benchmarks.common import RESULTS_DIR, machine_info, result, start_child, wait_for_outputs
 from benchmarks.edge_workers import Sampler, children_of, cpu_window, machine_parallelism, ready_topic
 
-ROOT = Path(__file__).resolve().parents[1]
 WORKLOADS = ("count", "enrichment", "windowed-count", "stream-stream-join")
 PEER = "kafka-streams"
 EDGE = "streamhouse-edge"
