@@ -278,19 +278,16 @@ def timed_run(
     workload_name = f"{workload}-{partitions}p"
     child = start_child(launch.cmd, workdir / f"{tag}.log", env=launch.env)
     base: dict[str, Any] = {"output_topic": output, "partitions": partitions, **launch.described}
+
+    def failed(why: str) -> dict[str, Any]:
+        return result(launch.system, workload_name, prepared.input_events, None, status="failed",
+                      reason=f"{why}; log tail:\n{child.log_tail()}", **base)  # fmt: skip
+
     try:
         try:
             first = _first_output(client, output, partitions, child.alive, timeout_s)
         except RuntimeError as exc:
-            return result(
-                launch.system,
-                workload_name,
-                prepared.input_events,
-                None,
-                status="failed",
-                reason=f"{exc}; log tail:\n{child.log_tail()}",
-                **base,
-            )
+            return failed(str(exc))
         roles = _roles(launch.system, child.popen.pid, partitions, broker_pid)
         marks = Consumer(client.consumer(None, **{"group.id": f"bench-marks-{os.getpid()}"}))
         parts = [TopicPartition(output, p) for p in range(partitions)]
@@ -310,16 +307,7 @@ def timed_run(
     finally:
         child.finish(timeout_s=60, terminate=True)
     if not watch.reached:
-        return result(
-            launch.system,
-            workload_name,
-            prepared.input_events,
-            None,
-            status="failed",
-            reason=f"only {watch.seen}/{prepared.expected_outputs} outputs within {timeout_s:.0f} s; "
-            f"log tail:\n{child.log_tail()}",
-            **base,
-        )
+        return failed(f"only {watch.seen}/{prepared.expected_outputs} outputs within {timeout_s:.0f} s")
     seconds = watch.end_wall - first
     cpu = cpu_window(cpu_start, cpu_end)
     system_cpu_s = sum(

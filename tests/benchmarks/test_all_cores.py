@@ -5,6 +5,7 @@ both systems on the shared broker at a tiny size, every output checked. No figur
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -99,6 +100,21 @@ def test_bad_arguments_are_refused_with_a_message(capsys) -> None:
     with pytest.raises(SystemExit) as exc:
         all_cores.main(["--workload", "enrichment", "-c", "linger.ms"])
     assert exc.value.code == 2 and "-c takes KEY=VALUE, got linger.ms" in capsys.readouterr().err
+
+
+@pytest.mark.broker
+def test_a_system_that_exits_before_its_first_output_is_a_failed_run_with_its_log(
+    kafka_broker, unique_name, tmp_path: Path
+) -> None:
+    output = unique_name("ac-out")
+    all_cores.ready_topic(kafka_broker, output, partitions=1)
+    prepared = all_cores.Prepared({}, ["in"], 10, 10, lambda _topic: {"correct": True})
+    launch = all_cores.Launch(
+        all_cores.EDGE, [sys.executable, "-c", "print('bad setting: linger.ms'); raise SystemExit(1)"], {}, {}
+    )
+    r = all_cores.timed_run(kafka_broker, launch, prepared, "count", output, 1, None, tmp_path, "t", 30.0)
+    assert r["status"] == "failed" and r["events_per_s"] is None
+    assert "exited before its first output" in r["reason"] and "bad setting: linger.ms" in r["reason"]
 
 
 @pytest.mark.broker
