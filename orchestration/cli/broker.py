@@ -14,6 +14,8 @@ import click
 from edge.broker.cluster import MAX_BROKERS, cluster_min_insync_replicas
 from edge.broker.embedded import (
     BrokerAlreadyRunningError,
+    BrokerError,
+    BrokerInfo,
     broker_status,
     node_status,
     start_recorded_broker,
@@ -23,6 +25,25 @@ from edge.broker.local import BrokerKind
 from orchestration.settings import load_settings
 
 KIND_NAMES = {"tansu": "embedded broker", "kafka": "Apache Kafka broker"}
+
+
+class DifferentBrokerRunningError(BrokerError):
+    """``broker start`` asked for another kind or size of broker than the recorded one that runs: starting
+    nothing and exiting 0 would leave the user on a broker they did not ask for (``error:``, exit 2)."""
+
+
+def _describe(kind: str, brokers: int) -> str:
+    if brokers > 1:
+        return f"an Apache Kafka cluster of {brokers} nodes"
+    return "a single Apache Kafka broker" if kind == "kafka" else "the embedded Tansu broker"
+
+
+def _pids(info: BrokerInfo) -> str:
+    return f"pids {', '.join(str(p) for p in info.pids)}" if info.nodes else f"pid {info.pid}"
+
+
+def _stop_keeps(kind: str) -> str:
+    return " (its data stays on disk)" if kind == "kafka" else " (its in-memory topics are lost)"
 
 
 @click.group()
@@ -65,7 +86,14 @@ def start(port: int | None, kind: str | None, brokers: int) -> None:
     try:
         info = start_recorded_broker(settings.state_dir, port, kind=kind, brokers=brokers)
     except BrokerAlreadyRunningError as exc:
-        click.echo(f"already running at {exc.info.bootstrap_servers} (pid {exc.info.pid}, {exc.info.kind})")
+        running = exc.info
+        if running.kind != kind or len(running.nodes or (None,)) != brokers:
+            raise DifferentBrokerRunningError(
+                f"{_describe(running.kind, len(running.nodes or (None,)))} is already running at "
+                f"{running.bootstrap_servers} ({_pids(running)}), not {_describe(kind, brokers)} as asked; "
+                f"stop it first with `streamhouse broker stop`{_stop_keeps(running.kind)} and start again"
+            ) from None
+        click.echo(f"already running at {running.bootstrap_servers} ({_pids(running)}, {running.kind})")
         return
     if info.nodes:
         click.echo(

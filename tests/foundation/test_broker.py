@@ -145,6 +145,19 @@ def test_cli_start_status_stop(tmp_path: Path) -> None:
         assert status.returncode == 0 and f"running at {info.bootstrap_servers}" in status.stdout
         again = _cli(tmp_path, "broker", "start")
         assert again.returncode == 0 and "already running" in again.stdout
+        # another kind or size of broker asked for: say which one runs and how to stop it, start nothing
+        for args, asked in (
+            (("--brokers", "3"), "not an Apache Kafka cluster of 3 nodes as asked"),
+            (("--kind", "kafka"), "not a single Apache Kafka broker as asked"),
+        ):
+            other = _cli(tmp_path, "broker", "start", *args)
+            assert other.returncode == 2, other.stdout + other.stderr
+            assert other.stderr.startswith(
+                f"error: the embedded Tansu broker is already running at {info.bootstrap_servers}"
+            ), other.stderr
+            assert asked in other.stderr and "`streamhouse broker stop`" in other.stderr, other.stderr
+            assert "Traceback" not in other.stderr and other.stdout == ""
+            assert broker_status(tmp_path / "state") == (info, True)
     finally:
         stopped = _cli(tmp_path, "broker", "stop")
     assert stopped.returncode == 0, stopped.stderr

@@ -176,6 +176,11 @@ def test_cli_starts_lists_and_stops_every_node(tmp_path: Path) -> None:
         assert status.returncode == 0, status.stdout
         assert "3 of 3 nodes up" in status.stdout
         assert len(re.findall(r"node \d: 127\.0\.0\.1:\d+ up", status.stdout)) == 3, status.stdout
+        single = run("start")  # a single broker asked for while the cluster runs: refused, says which runs
+        assert single.returncode == 2, single.stdout + single.stderr
+        assert "an Apache Kafka cluster of 3 nodes is already running" in single.stderr, single.stderr
+        assert "not a single Apache Kafka broker as asked" in single.stderr
+        assert "`streamhouse broker stop`" in single.stderr and "Traceback" not in single.stderr
 
         os.kill(pids[2], signal.SIGKILL)  # one node gone: degraded, still exit 0
         deadline = time.monotonic() + 10
