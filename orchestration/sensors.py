@@ -9,8 +9,10 @@ ingest (``ingest_job`` or a bronze materialization) is queued or running. It ask
 watermarks only (on the embedded broker also the last record batch of each partition, whose reported
 end is off; no consumer group is joined), so it is cheap enough to be on by default; when it requests
 a run it also records an observation of each topic's offsets, so the topic assets stay current
-without a run of their own. When it cannot reach Kafka the tick fails (``KafkaUnreachableError``, red in
-the UI with the address and ``streamhouse broker start``), rather than skipping as "0 runs requested".
+without a run of their own. When it cannot reach Kafka the tick is skipped with one line (the address and
+``streamhouse broker start``), and the sensor's log says so once when Kafka goes away and once when it is
+back (the state lives in its cursor): a failed tick made the daemon print a ~40-line traceback every 30 s
+into the terminal of ``make dagster`` for as long as the broker was stopped.
 
 ``edge_apps_observer`` records an observation of each edge app (topology, stores, /metrics) when it
 starts, stops or makes progress, so the ``edge/<app>`` nodes show what runs without a run of their own.
@@ -26,7 +28,7 @@ import socket
 import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dagster import (
@@ -55,7 +57,6 @@ from assets.kafka.assets import topic_data_version, topic_metadata
 from assets.kafka.keys import edge_app_key, topic_key
 from assets.kafka.offsets import TopicOffsets, topic_offsets
 from assets.resources import KafkaResource, LakeResource
-from edge.errors import StreamhouseError
 from orchestration.jobs import ingest_job
 
 #: Tag of a lag sensor's run: how many records waited when it was requested.
@@ -68,12 +69,6 @@ DEFAULT_MAX_WAIT_S = 300.0
 LAG_SENSOR = "kafka_lag_sensor"
 AUTOMATION_SENSOR = "daily_automation"
 EDGE_OBSERVER = "edge_apps_observer"
-
-
-class KafkaUnreachableError(StreamhouseError):
-    """The lag sensor cannot reach Kafka. Raised, not returned as a ``SkipReason``: the Dagster UI shows a
-    skipped tick as a grey "0 runs requested" with its reason in a hover tooltip only, while a failed tick
-    is a red "Failure" in the tick list and on the sensor's page with this message one click away."""
 
 
 #: Seconds to wait for a TCP connection to each bootstrap server before calling Kafka unreachable.
@@ -104,6 +99,9 @@ class LagCursor:
     seen: dict[str, dict[int, int]] = field(default_factory=dict)
     #: when records below ``min_records`` were first found waiting (epoch seconds), else None
     pending_since: float | None = None
+    #: why Kafka was unreachable at the last tick (None: it was reachable), so the sensor's log says
+    #: so once per change and not at every tick
+    unreachable: str | None = None
 
     @classmethod
     def parse(cls, raw: str | None) -> "LagCursor":
@@ -111,11 +109,14 @@ class LagCursor:
             return cls()
         data = json.loads(raw)
         seen = {t: {int(p): int(o) for p, o in parts.items()} for t, parts in data.get("seen", {}).items()}
-        return cls(seen, data.get("pending_since"))
+        return cls(seen, data.get("pending_since"), data.get("unreachable"))
 
     def dump(self) -> str:
         seen = {t: {str(p): o for p, o in sorted(parts.items())} for t, parts in sorted(self.seen.items())}
-        return json.dumps({"seen": seen, "pending_since": self.pending_since}, sort_keys=True)
+        data: dict[str, Any] = {"seen": seen, "pending_since": self.pending_since}
+        if self.unreachable is not None:
+            data["unreachable"] = self.unreachable
+        return json.dumps(data, sort_keys=True)
 
 
 def new_records(
@@ -241,22 +242,32 @@ def build_kafka_lag_sensor(
             # Records arriving meanwhile stay counted: the cursor only moves when a run is requested.
             return SkipReason(f"an ingest run ({busy}) is still in progress")
         physical = {kafka.topic(t): t for t in logical}
+        previous = LagCursor.parse(context.cursor)
+        offsets: Mapping[str, TopicOffsets] | None = None
+        servers = ""
         try:
             client = kafka.client()
         except Exception as exc:  # no servers configured and no local broker recorded
-            raise KafkaUnreachableError(f"Kafka not reachable: {exc}") from None
-        servers = client.bootstrap_servers
-        refused = unreachable_reason(servers)
-        if refused is not None:
-            raise KafkaUnreachableError(f"Kafka not reachable at {servers}: {refused}; {UNREACHABLE_HINT}")
-        try:
-            offsets = topic_offsets(client, physical, timeout_s=5.0)
-        except Exception as exc:  # it accepted a connection but did not answer as Kafka
-            raise KafkaUnreachableError(
-                f"Kafka not reachable at {servers}: {exc}; {UNREACHABLE_HINT}"
-            ) from None
+            down = f"Kafka not reachable: {_first_line(exc)}"
+        else:
+            servers = client.bootstrap_servers
+            refused = unreachable_reason(servers)
+            down = f"Kafka not reachable at {servers}: {refused}; {UNREACHABLE_HINT}" if refused else None
+            if down is None:
+                try:
+                    offsets = topic_offsets(client, physical, timeout_s=5.0)
+                except Exception as exc:  # it accepted a connection but did not answer as Kafka
+                    down = f"Kafka not reachable at {servers}: {_first_line(exc)}; {UNREACHABLE_HINT}"
+        if offsets is None:
+            reason = down or "Kafka not reachable"
+            if previous.unreachable is None:
+                context.log.warning(reason)
+            return SensorResult(skip_reason=reason, cursor=replace(previous, unreachable=reason).dump())
+        if previous.unreachable is not None:
+            context.log.info(f"Kafka reachable again at {servers}")
+            previous = replace(previous, unreachable=None)
         decision = decide(
-            LagCursor.parse(context.cursor),
+            previous,
             offsets,
             now=time.time(),
             min_records=min_records,
@@ -283,6 +294,12 @@ def build_kafka_lag_sensor(
         )
 
     return _lag
+
+
+def _first_line(exc: BaseException) -> str:
+    """An error as one line (a client error's message may carry the broker's multi-line detail)."""
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0]
 
 
 kafka_lag_sensor = build_kafka_lag_sensor()
