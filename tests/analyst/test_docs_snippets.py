@@ -203,7 +203,11 @@ def test_python_blocks_run_as_pasted(block: Block, lake_env: AnalystLake, kafka_
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("block", [b for b in _ids("bash") if b.mode == "run"], ids=str)
 def test_runnable_shell_blocks_run_as_pasted(block: Block, tmp_path: Path):
-    """A walkthrough block, executed as a script by bash in a fresh state dir (its own broker)."""
+    """A walkthrough block, executed as a script by bash in a fresh state dir (its own broker).
+
+    The broker runs before the block, as for a reader with `make dagster` open, and still runs after
+    it (issue 46 item 5): the README's edge block ended with `streamhouse broker stop`, which stopped the
+    broker the open UI's sensor was watching."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("STREAMHOUSE_")}
     bin_dir = str(Path(os.sys.executable).parent)
     env.update(
@@ -214,13 +218,28 @@ def test_runnable_shell_blocks_run_as_pasted(block: Block, tmp_path: Path):
         }
     )
     script = "set -euo pipefail\n" + block.code.replace("source .venv/bin/activate", ":")
-    done = subprocess.run(
-        ["bash", "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=240
-    )
-    subprocess.run(
-        ["bash", "-c", "streamhouse broker stop || true"], cwd=ROOT, env=env, capture_output=True, timeout=60
-    )
+
+    def shell(command: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["bash", "-c", command], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+        )
+
+    try:
+        started = shell("streamhouse broker start")
+        assert started.returncode == 0, started.stdout + started.stderr
+        before = shell("streamhouse broker status")
+        done = subprocess.run(
+            ["bash", "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=240
+        )
+        after = shell("streamhouse broker status")
+    finally:
+        shell("streamhouse broker stop || true")
     assert done.returncode == 0, f"{block} failed:\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
+    pid = re.search(r"pid (\d+)", before.stdout)
+    assert before.returncode == 0 and pid, before.stdout
+    assert after.returncode == 0 and f"pid {pid.group(1)}," in after.stdout, (
+        f"{block} stopped the broker it did not start: {after.stdout}"
+    )
 
 
 def _slug(heading: str) -> str:
