@@ -8,8 +8,11 @@ STAMP := $(VENV)/.installed
 .DEFAULT_GOAL := help
 .PHONY: help prereqs install test test-kafka test-fast chaos system-test lint format demo dagster bench bench-lakehouse broker-start broker-stop clean
 
+# The name column is as wide as the longest target, so a new long name cannot push its row out of line.
 help: ## Show the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' \
+	  '{n[NR] = $$1; d[NR] = $$2; if (length($$1) > w) w = length($$1)} \
+	   END {f = "  make %-" w "s  %s\n"; for (i = 1; i <= NR; i++) printf f, n[i], d[i]}'
 
 prereqs:
 	@$(PYTHON) scripts/check_prereqs.py
