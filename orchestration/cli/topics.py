@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import struct
 import sys
 import time
+import unicodedata
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,6 +18,7 @@ import click
 
 from edge.errors import StreamhouseError
 from edge.kafka import TopicSpec, create_topics
+from edge.serde.windowed import MAX_TIME
 from orchestration.settings import load_settings
 
 
@@ -163,6 +166,84 @@ def format_serde(fmt: str, window_size_ms: int | None = None) -> Any:
     return _plain_serde(fmt)
 
 
+#: Window bounds a detected windowed key may hold: epoch ms from 1970 up to 2100-01-01. Only plausible
+#: bounds count, so a text key followed by 8 bytes that happen to look like a long is not taken for one.
+_PLAUSIBLE_MS = range(0, 4_102_444_800_000)
+
+
+def _text(data: bytes) -> str | None:
+    """``data`` as text, or None: not UTF-8, or holding control characters (NUL, tab, newline, ...), which
+    a terminal would not show as they are (a windowed key's big-endian start always begins with NULs)."""
+    try:
+        text = data.decode()
+    except UnicodeDecodeError:
+        return None
+    return None if any(unicodedata.category(c) == "Cc" for c in text) else text
+
+
+class AutoKeyFormat:
+    """``topics tail`` without ``--key-format``: text keys as they are, windowed keys recognised.
+
+    A key that is not text (:func:`_text`) but is a non-empty text key followed by one plausible epoch-ms
+    time (8 bytes: a time-windowed key, Kafka's ``TimeWindowedSerializer``) or two (16 bytes, end then
+    start, start <= end: a session-windowed key) is printed as ``windowed-string``/``session-string``
+    would print it; any other key that is not text is printed as its bytes. Each case is told once on
+    stderr with the option that decodes it, so the output never changes format without a word. Text
+    keys cannot be mistaken for windowed ones: a plausible time's first bytes are NULs.
+    """
+
+    def __init__(self, window_size_ms: int | None, note: Any = None) -> None:
+        self.window_size_ms = window_size_ms
+        self._note = note or (lambda line: click.echo(line, err=True))
+        self._told: set[str] = set()
+
+    def deserialize(self, topic: str, data: bytes | None) -> Any:
+        from edge.serde.windowed import SessionWindow, TimeWindow, Windowed
+
+        if data is None:
+            return None
+        text = _text(data)
+        if text is not None:
+            return text
+        if len(data) > 16:
+            end, start = struct.unpack_from(">qq", data, len(data) - 16)
+            inner = _text(data[:-16])
+            if inner and start in _PLAUSIBLE_MS and end in _PLAUSIBLE_MS and start <= end:
+                self._tell(
+                    "session",
+                    "note: keys are session-windowed (key + 8-byte end + 8-byte start), printed as "
+                    "[key@start/end] as --key-format session-string does",
+                )
+                return Windowed(inner, SessionWindow(start, end))
+        if len(data) > 8:
+            (start,) = struct.unpack_from(">q", data, len(data) - 8)
+            inner = _text(data[:-8])
+            if inner and start in _PLAUSIBLE_MS:
+                size = self.window_size_ms
+                self._tell(
+                    "windowed",
+                    "note: keys are time-windowed (key + 8-byte window start), printed as [key@start/end] "
+                    "as --key-format windowed-string does"
+                    + (
+                        ""
+                        if size
+                        else "; the end is Long.MAX_VALUE as in Kafka unless --window-size gives the size"
+                    ),
+                )
+                return Windowed(inner, TimeWindow(start, MAX_TIME if size is None else start + size))
+        self._tell(
+            "bytes",
+            "note: keys that are not text are printed as their bytes; --key-format long, int, json, "
+            "windowed-<f> or session-<f> decodes them (see `streamhouse topics tail --help`)",
+        )
+        return data
+
+    def _tell(self, case: str, line: str) -> None:
+        if case not in self._told:
+            self._told.add(case)
+            self._note(line)
+
+
 def _duration_ms(_ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
     """``300000``, ``300s``, ``5m``, ``1h``, ``250ms`` → milliseconds."""
     if value is None:
@@ -189,10 +270,11 @@ def _duration_ms(_ctx: click.Context, param: click.Parameter, value: str | None)
 @click.option(
     "--key-format",
     type=click.Choice(KEY_FORMATS),
-    default="string",
-    show_default=True,
+    default=None,
     help="How to decode keys. windowed-<f>: a time-windowed key (windowed aggregations' output), "
-    "session-<f>: a session-windowed key; printed as Kafka prints Windowed: [key@start/end].",
+    "session-<f>: a session-windowed key; printed as Kafka prints Windowed: [key@start/end]. "
+    "Default: text keys as text, a text key + window time(s) as windowed-string/session-string, any "
+    "other key as its bytes (each told once on stderr).",
 )
 @click.option(
     "--value-format",
@@ -213,14 +295,15 @@ def tail(
     topic: str,
     max_records: int | None,
     timeout: float,
-    key_format: str,
+    key_format: str | None,
     value_format: str,
     window_size: int | None,
     bootstrap_servers: str | None,
 ) -> None:
     """Print TOPIC from the beginning as KEY<TAB>VALUE, until idle for --timeout seconds.
 
-    A key or value that does not decode in its format is printed as its raw bytes."""
+    A key or value that does not decode in its format is printed as its raw bytes. Without --key-format,
+    windowed keys (a windowed aggregation's output) are recognised and printed as [key@start/end]."""
     from confluent_kafka import Consumer, KafkaException, TopicPartition
     from confluent_kafka.admin import AdminClient
 
@@ -231,7 +314,7 @@ def tail(
     if partitions is None:
         raise UnknownTopicError(f"topic {topic!r} does not exist (see `streamhouse topics list`)")
     serde = format_serde(value_format)
-    key_serde = format_serde(key_format, window_size)
+    key_serde = AutoKeyFormat(window_size) if key_format is None else format_serde(key_format, window_size)
     consumer = Consumer(
         client.consumer(f"streamhouse-tail-{time.time_ns()}", **{"enable.auto.commit": False})
     )

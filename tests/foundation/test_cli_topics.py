@@ -145,3 +145,61 @@ def test_tail_decodes_windowed_keys_as_kafka_prints_them(
         kafka_broker, tmp_path, "tail", timed, "--key-format", "windowed-string", "--window-size", "soon"
     )
     assert bad.returncode == 2 and "not a positive duration" in bad.stderr
+
+
+def test_tail_recognises_windowed_keys_without_a_key_format(
+    kafka_broker: KafkaClientConfig, unique_name, tmp_path: Path
+) -> None:
+    """Issue 46 item 8: without --key-format, `topics tail` printed windowed keys as bytes with no word
+    of --key-format windowed-string. A text key + one plausible epoch-ms time is a time-windowed key, +
+    two (end, start) a session-windowed one; other keys that are not text print as bytes; each case is
+    told once on stderr, and an explicit --key-format string still prints exactly what it decodes."""
+    from confluent_kafka import Producer
+
+    from edge.serde import LongSerde, StringSerde
+    from edge.serde.windowed import (
+        SessionWindow,
+        SessionWindowedSerde,
+        TimeWindow,
+        TimeWindowedSerde,
+        Windowed,
+    )
+
+    topic = unique_name("mixed")
+    assert _cli(kafka_broker, tmp_path, "create", topic).returncode == 0
+    jan5 = 1_767_571_200_000  # 2026-01-05T00:00:00Z
+    tw, sw = TimeWindowedSerde(StringSerde()), SessionWindowedSerde(StringSerde())
+    keys = [
+        b"plain",
+        tw.serialize(topic, Windowed("p-1", TimeWindow(jan5, jan5 + 300_000))),
+        tw.serialize(topic, Windowed("p-2", TimeWindow(jan5 + 300_000, jan5 + 600_000))),
+        sw.serialize(topic, Windowed("u-1", SessionWindow(jan5, jan5 + 61_000))),
+        LongSerde().serialize(topic, 42),  # not text, not windowed: its bytes
+    ]
+    producer = Producer(kafka_broker.producer())
+    for i, key in enumerate(keys):
+        producer.produce(topic, key=key, value=f"v{i}".encode())
+    assert producer.flush(30) == 0
+
+    out = _cli(kafka_broker, tmp_path, "tail", topic, "--timeout", "2", "--window-size", "5m")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == [
+        "plain\tv0",
+        f"[p-1@{jan5}/{jan5 + 300_000}]\tv1",
+        f"[p-2@{jan5 + 300_000}/{jan5 + 600_000}]\tv2",
+        f"[u-1@{jan5}/{jan5 + 61_000}]\tv3",
+        "b'\\x00\\x00\\x00\\x00\\x00\\x00\\x00*'\tv4",
+    ]
+    notes = out.stderr.splitlines()
+    assert len(notes) == 3, out.stderr  # one per case, not one per record
+    assert "time-windowed" in notes[0] and "--key-format windowed-string" in notes[0]
+    assert "session-windowed" in notes[1] and "--key-format session-string" in notes[1]
+    assert "printed as their bytes" in notes[2] and "--key-format long" in notes[2]
+
+    # no --window-size: Kafka's Long.MAX_VALUE end, and the note says how to get the real one
+    out = _cli(kafka_broker, tmp_path, "tail", topic, "--timeout", "2", "--max", "2")
+    assert out.stdout.splitlines()[1] == f"[p-1@{jan5}/{(1 << 63) - 1}]\tv1"
+    assert "unless --window-size gives the size" in out.stderr
+    # asked for string: no guessing, no notes (a key that is UTF-8 with NULs prints as it decodes)
+    out = _cli(kafka_broker, tmp_path, "tail", topic, "--timeout", "2", "--key-format", "string")
+    assert out.returncode == 0 and out.stderr == "" and "[p-1@" not in out.stdout
