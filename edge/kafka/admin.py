@@ -18,11 +18,32 @@ class TopicAdminError(StreamhouseError):
     pass
 
 
+#: ``replication_factor`` meaning "the broker's ``default.replication.factor``" (CreateTopics v4, Kafka
+#: 2.4+): what Kafka Streams' ``replication.factor`` defaults to since 3.0, so a topic gets a cluster's
+#: replication without being told the cluster's size. Apache Kafka and the embedded Tansu both take it
+#: (Tansu: one replica).
+BROKER_DEFAULT_REPLICATION = -1
+
+#: CreateTopics errors to -1 from a broker older than 2.4, or whose default exceeds the brokers up
+_NO_DEFAULT_REPLICATION = frozenset(
+    {
+        KafkaError.INVALID_REPLICATION_FACTOR,
+        KafkaError.UNSUPPORTED_VERSION,
+        KafkaError.INVALID_REQUEST,
+        KafkaError._UNSUPPORTED_FEATURE,
+    }
+)
+
+
 @dataclass(frozen=True)
 class TopicSpec:
+    """A topic to create. ``replication_factor`` -1 (the default) lets the broker choose its
+    ``default.replication.factor``: 3 on a 3-node cluster, 1 on a single broker, so a topic created
+    without one survives a broker down wherever the cluster is set up to."""
+
     name: str
     partitions: int = 1
-    replication_factor: int = 1
+    replication_factor: int = BROKER_DEFAULT_REPLICATION
     config: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -62,15 +83,24 @@ def create_topics(
     if not to_create:
         return []
     futures = admin.create_topics(to_create, request_timeout=timeout_s)
+    replication = {t.topic: t.replication_factor for t in to_create}
     created = []
     for name, future in futures.items():
         try:
             future.result()
             created.append(name)
         except KafkaException as exc:
-            if exc.args and exc.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS:
+            code = exc.args[0].code() if exc.args else None
+            if code == KafkaError.TOPIC_ALREADY_EXISTS:
                 continue
-            raise TopicAdminError(f"could not create topic {name!r}: {exc}") from exc
+            hint = ""
+            if replication[name] == BROKER_DEFAULT_REPLICATION and code in _NO_DEFAULT_REPLICATION:
+                hint = (
+                    " (no replication factor given, so the broker's default.replication.factor was asked "
+                    "for: more replicas than brokers up, or a broker older than Kafka 2.4; give one, e.g. "
+                    "--replication-factor 1, or replication.factor=1 for an edge app)"
+                )
+            raise TopicAdminError(f"could not create topic {name!r}: {exc}{hint}") from exc
     _wait_visible(admin, {t.topic: t.num_partitions for t in to_create}, timeout_s)
     return created
 

@@ -18,6 +18,7 @@ import click
 
 from edge.errors import StreamhouseError
 from edge.kafka import TopicSpec, create_topics
+from edge.kafka.admin import BROKER_DEFAULT_REPLICATION
 from edge.serde.windowed import MAX_TIME
 from orchestration.settings import load_settings
 
@@ -65,11 +66,27 @@ def topics() -> None:
 @click.option(
     "--config", "-c", "configs", multiple=True, metavar="KEY=VALUE", help="Topic config (repeatable)."
 )
+@click.option(
+    "--replication-factor",
+    "-r",
+    type=int,
+    default=BROKER_DEFAULT_REPLICATION,
+    callback=lambda _ctx, param, value: _replication_factor(param, value),
+    help="Replicas of each partition (default: the broker's default.replication.factor, as Kafka "
+    "Streams' replication.factor=-1: 3 on `broker start --brokers 3`, 1 on a single broker).",
+)
 @_SERVERS
 def create(
-    names: tuple[str, ...], partitions: int, configs: tuple[str, ...], bootstrap_servers: str | None
+    names: tuple[str, ...],
+    partitions: int,
+    configs: tuple[str, ...],
+    replication_factor: int,
+    bootstrap_servers: str | None,
 ) -> None:
-    """Create topics NAMES (existing ones are left as they are)."""
+    """Create topics NAMES (existing ones are left as they are); prints each one's partitions and
+    replication factor, so a topic that would not survive a broker down shows it."""
+    from confluent_kafka.admin import AdminClient
+
     config: dict[str, str] = {}
     for item in configs:
         key, sep, value = item.partition("=")
@@ -77,9 +94,23 @@ def create(
             raise click.BadParameter(f"expected KEY=VALUE, got {item!r}", param_hint="--config")
         config[key.strip()] = value.strip()
     client = _client(bootstrap_servers)
-    created = create_topics(client, [TopicSpec(name, partitions, config=config) for name in names])
+    created = create_topics(
+        client, [TopicSpec(name, partitions, replication_factor, config=config) for name in names]
+    )
+    metadata = AdminClient(client.admin()).list_topics(timeout=10).topics
     for name in names:
-        click.echo(f"{name}: {'created' if name in created else 'exists'}")
+        partitions_now = metadata[name].partitions.values()
+        replicas = min(len(p.replicas) for p in partitions_now)  # what -1 turned into
+        shape = f"{len(partitions_now)} partitions, replication factor {replicas}"
+        click.echo(f"{name}: {'created' if name in created else 'exists'} ({shape})")
+
+
+def _replication_factor(param: click.Parameter, value: int) -> int:
+    if value < 1 and value != BROKER_DEFAULT_REPLICATION:
+        raise click.BadParameter(
+            f"{value} is not a replication factor: 1 or more, or -1 for the broker's default", param=param
+        )
+    return value
 
 
 @topics.command(name="list")

@@ -36,9 +36,11 @@ def _cli(kafka: KafkaClientConfig, tmp_path: Path, *args: str, stdin: str | None
 def test_create_produce_tail_round_trip(kafka_broker: KafkaClientConfig, unique_name, tmp_path: Path) -> None:
     topic = unique_name("lines")
     created = _cli(kafka_broker, tmp_path, "create", topic, "--partitions", "3")
-    assert created.returncode == 0 and f"{topic}: created" in created.stdout, created.stderr
-    again = _cli(kafka_broker, tmp_path, "create", topic)
-    assert f"{topic}: exists" in again.stdout
+    # no replication factor given: the broker's default (1 on a single broker; 3 on the 3-node cluster,
+    # tests/foundation/test_kafka_cluster.py)
+    assert created.stdout == f"{topic}: created (3 partitions, replication factor 1)\n", created.stderr
+    again = _cli(kafka_broker, tmp_path, "create", topic, "--replication-factor", "1")
+    assert again.stdout == f"{topic}: exists (3 partitions, replication factor 1)\n", again.stderr
     listed = _cli(kafka_broker, tmp_path, "list")
     assert f"{topic}\t3" in listed.stdout
     lines = "".join(f"k{i}:value {i}\n" for i in range(20))
@@ -61,6 +63,10 @@ def test_tail_of_a_missing_topic_does_not_create_it(kafka_broker, unique_name, t
 def test_bad_topic_config_is_a_usage_error(kafka_broker, tmp_path: Path) -> None:
     result = _cli(kafka_broker, tmp_path, "create", "x", "-c", "no-equals-sign")
     assert result.returncode == 2 and "expected KEY=VALUE" in result.stderr
+    for bad in ("0", "-2"):
+        result = _cli(kafka_broker, tmp_path, "create", "x", "--replication-factor", bad)
+        assert result.returncode == 2 and f"{bad} is not a replication factor" in result.stderr
+    assert "x\t" not in _cli(kafka_broker, tmp_path, "list").stdout
 
 
 def test_debug_and_test_variables_and_another_directory(kafka_broker, unique_name, tmp_path: Path) -> None:
