@@ -18,6 +18,7 @@ from orchestration.cli.demo import demo
 from orchestration.cli.edge import edge
 from orchestration.cli.generate import generate
 from orchestration.cli.lake import describe, sql, tables
+from orchestration.cli.pipeline import pipeline
 from orchestration.cli.quality import check
 from orchestration.cli.replay import replay
 from orchestration.cli.topics import topics
@@ -45,6 +46,7 @@ cli.add_command(sql)
 cli.add_command(check)
 cli.add_command(replay)
 cli.add_command(ui)
+cli.add_command(pipeline)
 
 
 def main(argv: list[str] | None = None) -> None:
