@@ -9,8 +9,11 @@ whole table otherwise), writes the Data Docs page and yields one ``AssetCheckRes
 * not measured (its table or an optional input does not exist yet) → not passed, severity WARN, the
   reason as description: a check that compared nothing never shows as Passed.
 
-Metadata of every result: the expectation, its action, the observed value, the failing-row count, a
-sample of failing rows and a link to the rendered Data Docs page. Resources are looked up by key
+Each result carries its verdict (``quality.verdict``: passed, warning, error) as the first word of its
+description and as ``verdict`` metadata: the UI's badge says "Failed" for every result that is not
+passed, yellow with a warning sign for severity WARN, so the words beside it say which it is.
+Metadata of every result besides: the expectation, its action, the observed value, the failing-row
+count, a sample of failing rows and a link to the rendered Data Docs page. Resources are looked up by key
 (``lake``, ``pyspark``, ``quality``) so this package does not import ``orchestration/``.
 """
 
@@ -31,9 +34,10 @@ from dagster import (
 )
 from pydantic import Field
 
-from quality.engine import ARROW_MAX_ROWS
+from quality.engine import ARROW_MAX_ROWS, Outcome
 from quality.runner import SuiteRun, parse_as_of, run_suite
 from quality.suites import FAIL, SPARK, SUITES, Expectation, Suite
+from quality.verdict import EFFECT, ERROR, WARNING
 
 PARTITION_TAG = "dagster/partition"
 RANGE_START_TAG = "dagster/asset_partition_range_start"
@@ -72,6 +76,14 @@ def _expectation_text(e: Expectation) -> str:
     return f"{e.gx_type}({args})" + (f" — {e.description}" if e.description else "")
 
 
+def check_description(o: Outcome) -> str:
+    """The check result's description, which the UI shows beside its badge: the verdict first (the
+    badge itself says "Failed" for a warning too), then what was observed and what the verdict does:
+    ``warning: 3 of 120 rows fail (reported, blocks nothing)``."""
+    effect = EFFECT[o.verdict]
+    return f"{o.verdict}: {o.observed}" + (f" ({effect})" if effect else "")
+
+
 def results(run: SuiteRun, key: AssetKey) -> list[AssetCheckResult]:
     """One check result per expectation of ``run`` (also used to test the mapping)."""
     out = []
@@ -84,16 +96,17 @@ def results(run: SuiteRun, key: AssetKey) -> list[AssetCheckResult]:
     for o in run.outcomes:
         e = o.expectation
         # Not measured (no table yet): not passed, since it compared nothing, but a warning that blocks
-        # nothing, with the reason as the result's description.
-        error = e.action == FAIL and o.compared
+        # nothing. Dagster can only say "Failed" for a result that is not passed: severity WARN makes it
+        # the yellow badge with a warning sign, and the description starts with the verdict's word.
         out.append(
             AssetCheckResult(
                 check_name=e.name,
                 asset_key=key,
                 passed=o.success,
-                severity=AssetCheckSeverity.ERROR if error else AssetCheckSeverity.WARN,
-                description=None if o.compared else str(o.observed),
+                severity=AssetCheckSeverity.ERROR if o.verdict == ERROR else AssetCheckSeverity.WARN,
+                description=check_description(o),
                 metadata={
+                    "verdict": MetadataValue.text(o.verdict),
                     "expectation": MetadataValue.text(_expectation_text(e)),
                     "action": MetadataValue.text(e.action),
                     "observed_value": MetadataValue.text(str(o.observed)),
@@ -112,6 +125,12 @@ def results(run: SuiteRun, key: AssetKey) -> list[AssetCheckResult]:
     return out
 
 
+def _on_violation(e: Expectation) -> str:
+    """What a violation of ``e`` is, in the verdict's words: ``warning, reported, blocks nothing``."""
+    word = ERROR if e.action == FAIL else WARNING
+    return f"{word}, {EFFECT[word]} (action {e.action})"
+
+
 def build_checks(suite: Suite) -> AssetChecksDefinition:
     key = AssetKey(suite.asset_key_path)
     specs = [
@@ -119,7 +138,7 @@ def build_checks(suite: Suite) -> AssetChecksDefinition:
             e.name,
             asset=key,
             blocking=e.action == FAIL,
-            description=f"[{e.action}] {_expectation_text(e)}",
+            description=f"{_expectation_text(e)} (if it does not hold: {_on_violation(e)})",
             metadata={"action": e.action, "gx_expectation": e.gx_type},
         )
         for e in suite.expectations
@@ -153,12 +172,15 @@ def build_checks(suite: Suite) -> AssetChecksDefinition:
             from quality.gx import schedule_index
 
             schedule_index(docs_dir)  # once for the run's burst of checks, not once per check
-        failed = [o.expectation.name for o in run.outcomes if not o.success]
+        passed = sum(1 for o in run.outcomes if o.success)
+        errors = [o.expectation.name for o in run.errors]
+        warnings = [o.expectation.name for o in run.warnings]
         context.log.info(
-            f"{suite.table}: {len(run.outcomes) - len(failed)}/{len(run.outcomes)} expectations passed "
+            f"{suite.table}: {run.verdict}, {passed}/{len(run.outcomes)} expectations passed "
             f"on {run.batch.rows:,} rows ({run.batch.label}) in {run.seconds:.2f}s "
             f"({run.batch.engine}: measured in {run.measure_seconds:.2f}s, Data Docs {run.docs_seconds:.2f}s)"
-            + (f"; failed: {', '.join(failed)}" if failed else "")
+            + (f"; error: {', '.join(errors)}" if errors else "")
+            + (f"; warning: {', '.join(warnings)}" if warnings else "")
             + (f"; Data Docs: {run.docs}" if run.docs else "")
         )
         yield from results(run, key)

@@ -24,6 +24,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from quality.suites import ARROW, DROPPED, FRESHNESS, ROW, ROWS, SPARK, TYPE, UNIQUE, Expectation, Suite
+from quality.verdict import verdict
 
 SAMPLE_ROWS = 5
 #: A ``SPARK`` suite's batch of at most this many rows is measured by DuckDB (0: always Spark).
@@ -42,6 +43,11 @@ class Outcome:
     #: yet): then ``success`` is False too, since a check that compared nothing must never show as passed,
     #: but it is reported as a warning (never an error that blocks) and ``observed`` says why.
     compared: bool = True
+
+    @property
+    def verdict(self) -> str:
+        """``passed``, ``warning`` or ``error`` (``quality.verdict``): the word every place shows."""
+        return verdict(self.success, self.compared, self.expectation.action)
 
     @property
     def unexpected_percent(self) -> float:
@@ -341,10 +347,7 @@ def _measure(suite: Suite, b: _Backend, present: dict[str, bool], now: datetime,
         newest = _as_utc(agg[f"f{i}"])
         age = None if newest is None else now - newest
         ok = age is not None and e.max_age is not None and age <= e.max_age
-        observed = (
-            "no rows" if newest is None else f"newest {newest.isoformat()}, {age} before {now.isoformat()}"
-        )
-        results[e.name] = Outcome(e, ok, total, 0, observed)
+        results[e.name] = Outcome(e, ok, total, 0, freshness_observed(newest, now, e.max_age))
     for e in exps:
         if e.kind == UNIQUE:
             key = ", ".join(b.ident(c) for c in e.columns)
@@ -419,6 +422,35 @@ def _measure(suite: Suite, b: _Backend, present: dict[str, bool], now: datetime,
         o.sample = [_jsonable(r) for r in o.sample]
     ordered.append(total)
     return ordered
+
+
+def span(delta: timedelta) -> str:
+    """A non-negative duration as people say it: ``333 days 4 h 12 min``, ``5 min 3 s``, ``0 s``."""
+    seconds = int(delta.total_seconds())
+    days, rest = divmod(seconds, 86_400)
+    hours, rest = divmod(rest, 3_600)
+    minutes, secs = divmod(rest, 60)
+    parts = [f"{days} day{'s' if days != 1 else ''}"] if days else []
+    parts += [f"{n} {unit}" for n, unit in ((hours, "h"), (minutes, "min")) if n]
+    if secs and not days:
+        parts.append(f"{secs} s")
+    return " ".join(parts) or "0 s"
+
+
+def freshness_observed(newest: datetime | None, now: datetime, max_age: timedelta | None) -> str:
+    """What a freshness expectation saw, in words. The newest value may lie after the reference time
+    (``--as-of`` before the data, or clocks apart): that is said so, never as a negative age (the check
+    once passed with "newest ..., -333 days, ... before ..."); such data is as fresh as it gets."""
+    if newest is None:
+        return "no rows"
+    limit = f"at most {span(max_age)} allowed" if max_age is not None else "no limit"
+    if newest > now:
+        return (
+            f"newest {newest.isoformat()} is {span(newest - now)} after the reference time "
+            f"{now.isoformat()}: newer than the reference ({limit})"
+        )
+    before = span(now - newest)
+    return f"newest {newest.isoformat()} is {before} before the reference time {now.isoformat()} ({limit})"
 
 
 def _same_type(actual: str, wanted: str) -> bool:

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from quality.engine import ARROW_MAX_ROWS, SAMPLE_ROWS, Batch, Outcome, measure
-from quality.suites import FAIL, Suite
+from quality.suites import Suite
+from quality.verdict import ERROR, WARNING, worst
 
 
 @dataclass
@@ -30,14 +31,17 @@ class SuiteRun:
     def errors(self) -> list[Outcome]:
         """Failed ``fail`` expectations: they block what is downstream (one that could not be measured
         does not: it is a warning, see ``Outcome.compared``)."""
-        return [o for o in self.outcomes if not o.success and o.compared and o.expectation.action == FAIL]
+        return [o for o in self.outcomes if o.verdict == ERROR]
 
     @property
     def warnings(self) -> list[Outcome]:
         """Failed ``warn``/``drop`` expectations and those that could not be measured."""
-        return [
-            o for o in self.outcomes if not o.success and (not o.compared or o.expectation.action != FAIL)
-        ]
+        return [o for o in self.outcomes if o.verdict == WARNING]
+
+    @property
+    def verdict(self) -> str:
+        """The table's verdict: its worst expectation's (``quality.verdict``)."""
+        return worst(o.verdict for o in self.outcomes)
 
 
 def parse_as_of(text: str | None) -> datetime | None:

@@ -40,16 +40,30 @@ def asset_checks(table: str) -> list[dict[str, Any]] | None:
                 check = AssetCheckKey(AssetKey(suite.asset_key_path), name)
                 records = instance.event_log_storage.get_asset_check_execution_history(check, limit=1)
                 if records:
-                    rec = records[0]
-                    last = {
-                        "status": str(rec.status.value),
-                        "run_id": rec.run_id,
-                        "time": _when_ts(rec.create_timestamp),
-                    }
+                    last = _last_result(records[0])
             except Exception:
                 pass
         out.append({"name": name, **last})
     return out
+
+
+def _last_result(rec: Any) -> dict[str, Any]:
+    """A check execution as ``describe`` shows it: the verdict (``quality.verdict``: a not-passed
+    evaluation of severity WARN is a warning, not a failure), Dagster's own status and severity, the
+    description the check gave (what it observed), the run and the time."""
+    from quality.verdict import from_dagster
+
+    evaluation = rec.evaluation
+    severity = evaluation.severity.value if evaluation is not None else None
+    dagster_status = str(rec.status.value)
+    return {
+        "status": from_dagster(dagster_status, severity),
+        "dagster_status": dagster_status,
+        "severity": severity,
+        "description": evaluation.description if evaluation is not None else None,
+        "run_id": rec.run_id,
+        "time": _when_ts(rec.create_timestamp),
+    }
 
 
 def _when_ts(ts: float | None) -> str | None:

@@ -155,10 +155,7 @@ def describe(table: str, show_history: bool, limit: int, as_of: str | None, fmt:
     elif not checks:
         click.echo("Checks: no checks defined for this asset")
     else:
-        click.echo("Checks:")
-        for check in checks:
-            extra = f" ({check['time']}, run {check['run_id']})" if check.get("time") else ""
-            click.echo(f"  {check['name']}: {check['status']}{extra}")
+        _echo_checks(checks)
     if commits is not None:
         rows = [
             (
@@ -180,6 +177,28 @@ def describe(table: str, show_history: bool, limit: int, as_of: str | None, fmt:
                 right={"version", "+rows", "-rows"},
             )
         )
+
+
+def _echo_checks(checks: list[dict]) -> None:
+    """One line per check: its last verdict in the words and colours of ``streamhouse check``, Data
+    Docs and the Dagster checks (``quality.verdict``), what it observed, then when and in which run;
+    a count per verdict first, so five warnings do not read as five failures."""
+    from collections import Counter
+
+    from quality.verdict import COLOURS, ORDER
+
+    counts = Counter(c["status"] for c in checks)
+    summary = ", ".join(f"{counts[v]} {v}" for v in (*ORDER, "never run") if counts[v])
+    click.echo(f"Checks (last result): {summary}")
+    width = max(len(c["name"]) for c in checks)
+    for check in checks:
+        status = check["status"]
+        word = click.style(status, fg=COLOURS[status]) if status in COLOURS else status
+        # the checks' descriptions start with the verdict (for Dagster's UI): not said twice here
+        said = (check.get("description") or "").removeprefix(f"{status}: ")
+        seen = f" - {said[:97] + '...' if len(said) > 100 else said}" if said else ""
+        when = f" ({check['time']}, run {check['run_id']})" if check.get("time") else ""
+        click.echo(f"  {check['name']:<{width}}  {word}{seen}{when}")
 
 
 # ------------------------------------------------------------------------------------------ sql

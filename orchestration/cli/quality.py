@@ -1,7 +1,10 @@
 """``streamhouse check [TABLE...]``: run the expectation suites outside Dagster and print the results.
 
-Exit status: 0 when no ``fail`` expectation failed (warnings and quarantined rows are printed, not
-fatal), 1 when one did, 2 for a user mistake (unknown table, bad date), as every command.
+Each expectation's result is a verdict of ``quality.verdict``: passed (green), warning (yellow: a
+``warn``/``drop`` expectation that does not hold, or one that could not be compared) or error (red: a
+``fail`` expectation that does not hold), the words and colours Data Docs, ``describe`` and the Dagster
+checks use. Exit status: 0 without errors (warnings and quarantined rows are printed, not fatal), 1 with
+one, 2 for a user mistake (unknown table, bad date), as every command.
 """
 
 from __future__ import annotations
@@ -65,7 +68,7 @@ def _day(value: str) -> date:
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 def check(tables: tuple[str, ...], days: tuple[str, ...], as_of: str | None, no_docs: bool, fmt: str) -> None:
     """Run the Great Expectations suites of TABLE... (default: every table that exists) and print one
-    row per expectation. Exit 1 when an ERROR (action `fail`) expectation failed.
+    row per expectation with its result: passed, warning (reported) or error (action `fail`; exit 1).
 
     Tables are named like `streamhouse tables` names them (`silver.orders`, `gold.revenue_tumbling_5m`).
     Data Docs are written under STATE_DIR/quality; the last line names the index page.
@@ -120,6 +123,7 @@ def check(tables: tuple[str, ...], days: tuple[str, ...], as_of: str | None, no_
                     "expectation": o.expectation.name,
                     "action": o.expectation.action,
                     "severity": o.expectation.severity,
+                    "verdict": o.verdict,
                     "success": o.success,
                     "compared": o.compared,
                     "observed": str(o.observed),
@@ -134,18 +138,26 @@ def check(tables: tuple[str, ...], days: tuple[str, ...], as_of: str | None, no_
         )
     else:
         from orchestration.cli.render import print_rich, rich_table
+        from quality.verdict import COLOURS
 
         rows = []
         for r in runs:
             for o in r.outcomes:
                 e = o.expectation
-                status = "pass" if o.success else ("FAIL" if e.action == "fail" else "warn")
-                status = status if o.compared else "skipped"
-                rows.append((r.suite.table, e.name, e.action, status, o.failing_rows, str(o.observed)[:80]))
+                # The verdict's word and colour, as Data Docs and the Dagster checks show it (a check that
+                # compared nothing is a warning whose observed value says why).
+                result = f"[{COLOURS[o.verdict]}]{o.verdict}[/]"
+                rows.append((r.suite.table, e.name, e.action, result, o.failing_rows, str(o.observed)[:80]))
         columns = ["table", "expectation", "action", "result", "failing rows", "observed"]
         print_rich(rich_table("Expectation suites", columns, rows, right={"failing rows"}))
         warned = sum(len(r.warnings) for r in runs)
-        click.echo(f"{len(runs)} table(s): {errors} error(s), {warned} warning(s)")
+        passed = sum(1 for r in runs for o in r.outcomes if o.success)
+        click.echo(
+            f"{len(runs)} table(s): {passed} passed, "
+            + click.style(f"{warned} warning(s)", fg=COLOURS["warning"] if warned else None)
+            + ", "
+            + click.style(f"{errors} error(s)", fg=COLOURS["error"] if errors else None)
+        )
         docs = next((r.docs for r in runs if r.docs), None)
         if docs is not None:
             index = docs_dir / "gx" / "uncommitted" / "data_docs" / "local_site" / "index.html"  # type: ignore[operator]
