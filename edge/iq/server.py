@@ -2,7 +2,7 @@
 
 Endpoints (JSON unless noted)::
 
-    GET /health                                 state of the instance
+    GET /health                                 state of the instance; status OK, or DEGRADED + reasons
     GET /metrics                                Prometheus text
     GET /v1/metadata                            instances, the partitions/stores each hosts
     GET /v1/stores                              queryable stores
@@ -65,6 +65,26 @@ MAX_CONNECTIONS = 256
 LISTEN_BACKLOG = max(128, socket.SOMAXCONN)
 #: least time between two log lines about clients that hung up early (the ones between are counted)
 DISCONNECT_LOG_INTERVAL_S = 10.0
+
+
+def health(app: StreamsApp) -> dict[str, Any]:
+    """``/health``: the instance's state, and ``status`` DEGRADED with ``reasons`` while the cluster
+    keeps it from working as it should (partitions of its topics without a leader, sends failing, no
+    broker answering) though it is still RUNNING, else OK.
+
+    Answered from what the clients' callbacks recorded, never from the stream thread, so it answers
+    while that thread waits on sends. Always 200 for one instance (its body says the state, as before):
+    a probe that restarts the instance on DEGRADED would not bring the broker back.
+    """
+    outage, collector = app.outage, app.collector
+    reasons = outage.health_reasons(collector) if outage is not None else []
+    return {
+        "state": app.state.value,
+        "instance": app.instance_id,
+        "restoring": app.restoring,
+        "status": "DEGRADED" if reasons else "OK",
+        "reasons": reasons,
+    }
 
 
 class HttpError(Exception):
@@ -462,10 +482,7 @@ class _Handler(BaseHTTPRequestHandler):
                 )
                 return
             if parts == ["health"]:
-                app = self.server_app
-                self._json(
-                    200, {"state": app.state.value, "instance": app.instance_id, "restoring": app.restoring}
-                )
+                self._json(200, health(self.server_app))
                 return
             if parts == ["v1", "metadata"]:
                 self._json(200, q.metadata())

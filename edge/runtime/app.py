@@ -345,6 +345,7 @@ class StreamsApp:
             exactly_once=cfg.exactly_once,
             with_sink_producer=any(st.sink_topics for st in self.topology.subtopologies()),
             sink_error_cb=self.connection_log.on_error,
+            sink_stats_cb=self._on_sink_producer_stats,
         )
         self.collector = KafkaCollector(
             producers.producer,
@@ -596,6 +597,10 @@ class StreamsApp:
     def _on_producer_stats(self, raw: str) -> None:
         if self.outage is not None:
             self.outage.on_producer_stats(raw)
+
+    def _on_sink_producer_stats(self, raw: str) -> None:
+        if self.outage is not None:
+            self.outage.on_sink_producer_stats(raw)
 
     def _on_stats(self, raw: str) -> None:
         """stats_cb of the stream consumer: served inside ``consume()``, so only once the thread runs."""

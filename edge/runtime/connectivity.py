@@ -237,3 +237,62 @@ class ClusterWatchdog:
     def expired(self) -> bool:
         since = self._down_since
         return since is not None and self._clock() - since >= self.give_up_after_s
+
+
+class PartitionHealth:
+    """Partitions of the instance's topics that have no leader, and records waiting for a leader, from
+    librdkafka's statistics of each client (the stream consumer, the producer, the sink producer).
+
+    Why: a cluster with a broker down still answers, so the :class:`ClusterWatchdog` sees nothing amiss,
+    yet every partition that broker led alone (replication factor 1) has no leader: its records are not
+    fetched and sends to it wait until the commit gives up. ``/health`` names those partitions and the
+    waiting records while it happens. Each client's last statistics replace its previous ones (so a
+    partition that has a leader again drops out at the next interval); the HTTP threads read what the
+    librdkafka callbacks wrote (whole-dict swaps, no lock needed).
+    """
+
+    def __init__(self) -> None:
+        #: client -> ({topic: partitions without a leader}, {topic: records waiting there})
+        self._clients: dict[str, tuple[dict[str, list[int]], dict[str, int]]] = {}
+
+    def observe(self, client: str, stats: Mapping[str, Any]) -> None:
+        """``stats``: librdkafka's statistics JSON of ``client`` (its ``topics`` and ``brokers``).
+
+        A partition has no leader when its ``leader`` is -1; records wait when a producer queues them
+        (``msgq_cnt``, ``xmit_msgq_cnt``, ``msgs_inflight``) for a partition without a leader or whose
+        leader's connection is not ``UP`` (a crashed broker keeps its leaderships until it is fenced).
+        """
+        up = {
+            b.get("nodeid")
+            for b in (stats.get("brokers") or {}).values()
+            if isinstance(b, Mapping) and b.get("state") == "UP"
+        }
+        leaderless: dict[str, list[int]] = {}
+        waiting: dict[str, int] = {}
+        for topic, t in (stats.get("topics") or {}).items():
+            for pid, p in ((t or {}).get("partitions") or {}).items():
+                if not isinstance(p, Mapping) or int(pid) < 0:
+                    continue  # -1: librdkafka's queue of records not partitioned yet
+                leader = p.get("leader", -1)
+                if leader < 0:
+                    leaderless.setdefault(topic, []).append(int(pid))
+                queued = p.get("msgq_cnt", 0) + p.get("xmit_msgq_cnt", 0) + p.get("msgs_inflight", 0)
+                if queued and (leader < 0 or leader not in up):
+                    waiting[topic] = waiting.get(topic, 0) + queued
+        self._clients = {**self._clients, client: (leaderless, waiting)}
+
+    def leaderless(self) -> dict[str, list[int]]:
+        """Every client's partitions without a leader, merged: topic -> sorted partitions."""
+        merged: dict[str, set[int]] = {}
+        for partitions, _waiting in self._clients.values():
+            for topic, ps in partitions.items():
+                merged.setdefault(topic, set()).update(ps)
+        return {topic: sorted(ps) for topic, ps in sorted(merged.items())}
+
+    def waiting(self) -> dict[str, int]:
+        """Records the producers hold for partitions without a (reachable) leader: topic -> count."""
+        merged: dict[str, int] = {}
+        for _partitions, waiting in self._clients.values():
+            for topic, n in waiting.items():
+                merged[topic] = merged.get(topic, 0) + n
+        return dict(sorted(merged.items()))

@@ -26,14 +26,20 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from collections.abc import Callable
 from typing import Protocol
 
 from confluent_kafka import KafkaError, KafkaException
 
 from edge.runtime.commit import ProducerFatalError, ProducerFencedError
-from edge.runtime.connectivity import ClusterUnavailableError, ClusterWatchdog, ConnectionLogLimiter
-from edge.runtime.producer import ProducerSendError, is_fenced
+from edge.runtime.connectivity import (
+    ClusterUnavailableError,
+    ClusterWatchdog,
+    ConnectionLogLimiter,
+    PartitionHealth,
+)
+from edge.runtime.producer import KafkaCollector, ProducerSendError, is_fenced
 
 log = logging.getLogger(__name__)
 
@@ -82,8 +88,9 @@ class OutageWatchdog:
     """The stream thread's view of the cluster's availability, and the recovery it leads to.
 
     Its methods run on the stream thread (from the consumer's statistics callback and the loop), except
-    :meth:`on_client_error` and :meth:`on_producer_stats`, which librdkafka calls from its own threads and
-    which only feed the thread-safe :class:`ClusterWatchdog`.
+    :meth:`on_client_error` and the ``on_*_stats`` methods, which librdkafka calls from its own threads and
+    which only feed the thread-safe :class:`ClusterWatchdog` and :class:`PartitionHealth`, and
+    :meth:`health_reasons`, which the HTTP threads call.
     """
 
     def __init__(
@@ -111,6 +118,8 @@ class OutageWatchdog:
         self.fenced_in_outage = False
         #: ``cluster.outages`` when last seen reachable (a new outage, even a short one, re-checks topics)
         self.outages_seen = 0
+        #: the clients' partitions without a leader and records waiting for one (``health_reasons``)
+        self.partitions = PartitionHealth()
 
     # -- signals from the clients -------------------------------------------------------------------
     @property
@@ -128,11 +137,57 @@ class OutageWatchdog:
         self.cluster.connection_error(err)
 
     def on_producer_stats(self, raw: str) -> None:
-        """The producer's broker states (served during a commit's flush, when the consumer's are not)."""
+        """The producer's broker states (served during a commit's flush, when the consumer's are not),
+        and its partitions without a leader and records waiting for one (``/health``)."""
         with contextlib.suppress(Exception):
             import orjson
 
-            self.cluster.observe_stats(orjson.loads(raw).get("brokers") or {})
+            data = orjson.loads(raw)
+            self.cluster.observe_stats(data.get("brokers") or {})
+            self.partitions.observe("producer", data)
+
+    def on_sink_producer_stats(self, raw: str) -> None:
+        """The sink producer's statistics: only its partitions and waiting records, for ``/health`` (its
+        broker states stay away from the watchdog: with no output for a while its connections close,
+        which is no outage)."""
+        with contextlib.suppress(Exception):
+            import orjson
+
+            self.partitions.observe("sink producer", orjson.loads(raw))
+
+    # -- /health -----------------------------------------------------------------------------------------
+    def health_reasons(self, collector: KafkaCollector | None) -> list[str]:
+        """What is wrong with the cluster as this instance sees it, one sentence each; empty when
+        nothing is. ``/health`` answers DEGRADED with these while the instance is still RUNNING (a
+        broker down leaves the cluster reachable, so nothing else says so until the commit gives up)."""
+        reasons: list[str] = []
+        if not self._closing() and not self.cluster.reachable:
+            reasons.append(
+                f"no broker of the Kafka cluster at {self.bootstrap_servers} has answered for "
+                f"{self.cluster.unavailable_for:.0f} s (giving up after cluster.unavailable.timeout.ms="
+                f"{self.cluster_unavailable_timeout_ms})"
+            )
+        leaderless = self.partitions.leaderless()
+        if leaderless:
+            count = sum(len(ps) for ps in leaderless.values())
+            named = ", ".join(f"{topic}{ps}" for topic, ps in leaderless.items())
+            reasons.append(
+                f"{count} partition{'s' if count != 1 else ''} without a leader: {named} (their broker is "
+                "down and no in-sync replica took over: replication factor 1, or every replica down)"
+            )
+        waiting = self.partitions.waiting()
+        if waiting:
+            named = ", ".join(f"{n} for {topic}" for topic, n in waiting.items())
+            reasons.append(f"sends failing: records waiting for a partition leader ({named})")
+        undelivered = collector.undelivered if collector is not None else None
+        if undelivered is not None:
+            remaining, since, timeout_s = undelivered
+            reasons.append(
+                f"sends failing: a commit has waited {time.monotonic() - since:.0f} s for {remaining} "
+                f"record{'s' if remaining != 1 else ''} to be delivered (the instance stops after "
+                f"{timeout_s:.0f} s)"
+            )
+        return reasons
 
     # -- classification --------------------------------------------------------------------------------
     def fenced_by_outage(self, exc: BaseException) -> bool:

@@ -113,6 +113,9 @@ class KafkaCollector:
         self.marker_due: set[tuple[str, int]] = set()
         self._partitions: dict[str, int] = {}
         self.first_error: tuple[str, KafkaError] | None = None
+        #: while a commit's flush waits on sends: (records not delivered yet, since when (monotonic),
+        #: the flush's timeout in s); read by ``/health``
+        self.undelivered: tuple[int, float, float] | None = None
         self.sent = 0
         self.dlq_topics: set[str] = set()
         self.dlq_sent = 0
@@ -304,22 +307,29 @@ class KafkaCollector:
         Waits in slices of a second and stops early once ``cluster_unreachable()`` says no broker
         answers (:mod:`edge.runtime.connectivity`): the commit then fails at once instead of blocking
         the stream thread for ``timeout_s``, and the tasks resume from the last commit later."""
-        deadline = time.monotonic() + timeout_s
-        for producer in self.producers:
-            remaining = producer.flush(min(timeout_s, 1.0))
-            while remaining and (left := deadline - time.monotonic()) > 0:
-                # served by the first producer only: its statistics and errors tell the watchdog whether
-                # the cluster answers (the sink producer's stay away from it), also while the sink
-                # producer is the one flushed
-                self._poll(0)
-                if self.cluster_unreachable():
-                    raise ProducerSendError(
-                        f"{remaining} records were not delivered: no broker of the cluster answers",
-                        error=KafkaError(KafkaError._ALL_BROKERS_DOWN),
-                    )
-                remaining = producer.flush(min(left, 1.0))
-            if remaining:
-                raise ProducerSendError(f"{remaining} records were not delivered within {timeout_s:.0f}s")
+        started = time.monotonic()
+        deadline = started + timeout_s
+        try:
+            for producer in self.producers:
+                remaining = producer.flush(min(timeout_s, 1.0))
+                while remaining and (left := deadline - time.monotonic()) > 0:
+                    # for /health: a commit waiting on sends is what a partition without a leader
+                    # looks like from here, long before the deadline stops the instance
+                    self.undelivered = (remaining, started, timeout_s)
+                    # served by the first producer only: its statistics and errors tell the watchdog
+                    # whether the cluster answers (the sink producer's stay away from it), also while
+                    # the sink producer is the one flushed
+                    self._poll(0)
+                    if self.cluster_unreachable():
+                        raise ProducerSendError(
+                            f"{remaining} records were not delivered: no broker of the cluster answers",
+                            error=KafkaError(KafkaError._ALL_BROKERS_DOWN),
+                        )
+                    remaining = producer.flush(min(left, 1.0))
+                if remaining:
+                    raise ProducerSendError(f"{remaining} records were not delivered within {timeout_s:.0f}s")
+        finally:
+            self.undelivered = None
         self.raise_if_failed()
 
     def replace_producer(self, producer: Producer) -> None:

@@ -339,6 +339,7 @@ class StreamThread:
         except Exception:
             return
         self.outage.cluster.observe_stats(data.get("brokers") or {})
+        self.outage.partitions.observe("consumer", data)  # its partitions without a leader (/health)
         try:
             self.outage.check(self)
         except BaseException as exc:

@@ -21,7 +21,8 @@ from edge.errors import StreamhouseError
 log = logging.getLogger(__name__)
 
 #: settings of the main producer the sink producer must not share: its statistics stay away from the
-#: outage watchdog (with no output for a while its connections close, which is no outage)
+#: outage watchdog (with no output for a while its connections close, which is no outage); it gets a
+#: statistics callback of its own (``sink_stats_cb``) for /health
 _MAIN_ONLY = ("stats_cb", "statistics.interval.ms")
 
 
@@ -35,6 +36,7 @@ class StreamsProducer:
         exactly_once: bool,
         with_sink_producer: bool,
         sink_error_cb: Callable[[KafkaError], None],
+        sink_stats_cb: Callable[[str], None] | None = None,
     ) -> None:
         #: the main producer's configuration (``transactional.id`` under exactly-once)
         self.conf = conf
@@ -48,6 +50,12 @@ class StreamsProducer:
                     **{k: v for k, v in conf.items() if k not in _MAIN_ONLY},
                     "error_cb": sink_error_cb,
                     "delivery.report.only.error": True,
+                    # partitions without a leader and records waiting for one, for /health only
+                    **(
+                        {"statistics.interval.ms": conf["statistics.interval.ms"], "stats_cb": sink_stats_cb}
+                        if sink_stats_cb is not None and "statistics.interval.ms" in conf
+                        else {}
+                    ),
                 }
             )
 

@@ -267,7 +267,10 @@ class StreamWorkers:
         overall = "RUNNING" if names == {"RUNNING"} else "ERROR" if "ERROR" in names else "REBALANCING"
         if len(states) < self.count:  # the front answers before the workers are spawned: not healthy yet
             ok, overall = False, "STARTING"
-        return (200 if ok else 503), {"state": overall, "workers": states}
+        # what any worker sees wrong with the cluster (partitions without a leader, sends failing), once
+        reasons = list(dict.fromkeys(r for s in states for r in s.get("reasons", ())))
+        body = {"state": overall, "status": "DEGRADED" if reasons else "OK", "reasons": reasons}
+        return (200 if ok else 503), {**body, "workers": states}
 
     def metrics(self) -> str:
         texts = []

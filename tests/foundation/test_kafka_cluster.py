@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, ConfigResource
 
 from edge.broker import kafka_unavailable_reason
@@ -138,6 +139,122 @@ def test_replication_factor_3_by_default_and_one_broker_down(
         while not all(len(isr) == 3 for _l, _r, isr in _replicas(admin, src).values()):
             assert time.monotonic() < deadline, _replicas(admin, src)
             time.sleep(0.5)
+    finally:
+        reader.close()
+        inst.stop()
+
+
+def _topics_cli(cluster: KafkaCluster, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "STREAMHOUSE_STATE_DIR": str(tmp_path / "cli-state"),
+        "STREAMHOUSE_BOOTSTRAP_SERVERS": cluster.bootstrap_servers,
+        "STREAMHOUSE_BROKER_PROFILE": "real",
+        "PYTHONPATH": str(ROOT),
+    }
+    env.pop("STREAMHOUSE_BROKER_KIND", None)
+    return subprocess.run(
+        [sys.executable, "-m", "orchestration.cli.main", "topics", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def _wait_health(inst: Instance, what: str, predicate: Callable[[dict], bool], timeout_s: float) -> dict:
+    """Poll the instance's /health until ``predicate`` holds (the instance must stay alive meanwhile)."""
+    deadline = time.monotonic() + timeout_s
+    last: dict | None = None
+    while True:
+        assert inst.proc.poll() is None, f"instance exited while waiting for {what}:\n{inst.log_tail()}"
+        last = inst.health()
+        if last is not None and predicate(last):
+            return last
+        assert time.monotonic() < deadline, f"/health never showed {what}: {last}\n{inst.log_tail()}"
+        time.sleep(0.2)
+
+
+@needs_kafka
+@pytest.mark.slow
+@pytest.mark.broker
+@pytest.mark.timeout(420)
+def test_topics_create_replicates_and_health_names_partitions_without_a_leader(
+    cluster: KafkaCluster, tmp_path: Path, unique_name: Callable[[str], str]
+) -> None:
+    """Issue 46 item 2. `streamhouse topics create` without a replication factor gets the cluster's
+    (3: the broker's default.replication.factor); `--replication-factor 1` makes topics that lose
+    partitions with a node. An app on those, with that node stopped, stays RUNNING but its /health says
+    DEGRADED: which partitions have no leader and that sends to them are failing, then OK once the node
+    is back (and the counts are exact)."""
+    from edge.processor.partitioner import default_partition
+
+    client = KafkaClientConfig(cluster.bootstrap_servers, BrokerProfile.REAL)
+    admin = AdminClient(client.admin())
+    durable, src, out = unique_name("durable"), unique_name("in"), unique_name("out")
+    created = _topics_cli(cluster, tmp_path, "create", durable, "-p", "3")
+    assert created.returncode == 0, created.stderr
+    assert created.stdout == f"{durable}: created (3 partitions, replication factor 3)\n"
+    assert all(len(r) == 3 for _l, r, _i in _replicas(admin, durable).values()), _replicas(admin, durable)
+    fragile = _topics_cli(cluster, tmp_path, "create", src, out, "-p", "3", "--replication-factor", "1")
+    assert fragile.returncode == 0, fragile.stderr
+    assert fragile.stdout == (
+        f"{src}: created (3 partitions, replication factor 1)\n"
+        f"{out}: created (3 partitions, replication factor 1)\n"
+    )
+
+    inst = Instance(
+        client,
+        app_id=unique_name("app"),
+        state_dir=tmp_path / "state",
+        in_topic=src,
+        out_topic=out,
+        # no commit while the node is down: what is tested is /health saying so, not the commit's
+        # deadline (60 s of undelivered records, then the instance stops)
+        config={"commit.interval.ms": 600_000},
+        log_dir=tmp_path,
+    )
+    reader = OutputReader(client, out, unique_name("reader"))
+    try:
+        inst.wait_running(180)
+        healthy = inst.health()
+        assert healthy is not None and healthy["status"] == "OK" and healthy["reasons"] == [], healthy
+        before = keyed(300, 30)
+        produce(client, src, before)
+        reader.wait_for(lambda r: r.latest() == expected_counts(before), 120, "counts before")
+
+        # stop the node leading out[0]: with three partitions on three nodes it leads one of src too
+        victim = _replicas(admin, out)[0][0]
+        cluster.stop_node(victim)
+        src_leaders = {p: leader for p, (leader, _r, _i) in _replicas(admin, src).items()}
+        alive = [p for p, leader in src_leaders.items() if leader != victim]
+        lost_src = [p for p, leader in src_leaders.items() if leader == victim]
+        assert len(alive) == 2 and len(lost_src) == 1, src_leaders
+        # records to the partitions still led; keys whose count goes to out[0] wait for its leader
+        after = [(f"k{i % 30}", i) for i in range(300, 600)]
+        assert any(default_partition(k.encode(), 3) == 0 for k, _v in after)
+        producer = Producer(client.producer())
+        for n, (key, value) in enumerate(after):
+            producer.produce(src, str(value).encode(), key.encode(), partition=alive[n % 2])
+        assert producer.flush(30) == 0
+
+        degraded = _wait_health(
+            inst,
+            "DEGRADED with out[0] without a leader and sends failing",
+            lambda h: (
+                h["status"] == "DEGRADED"
+                and any(f"{out}[0]" in r and "without a leader" in r for r in h["reasons"])
+                and any(r.startswith("sends failing") and out in r for r in h["reasons"])
+            ),
+            120,
+        )
+        assert any(f"{src}{lost_src}" in r for r in degraded["reasons"]), degraded
+
+        cluster.restart_node(victim)
+        _wait_health(inst, "OK again", lambda h: h["status"] == "OK" and h["reasons"] == [], 180)
+        reader.wait_for(lambda r: r.latest() == expected_counts(before, after), 180, "counts after")
+        assert inst.health()["state"] == "RUNNING"
     finally:
         reader.close()
         inst.stop()
