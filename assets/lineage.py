@@ -8,11 +8,9 @@ step, so the recorded versions are exactly the data that was used.
 
 from __future__ import annotations
 
-import base64
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import date
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dagster import MetadataValue, TableColumn, TableSchema
@@ -147,16 +145,6 @@ def commit_lineage(inputs: Mapping[str, int | None], **extra: Any) -> dict[str, 
     return {
         "streamhouse.inputs": json.dumps(dict(inputs), sort_keys=True),
         **{k: str(v) for k, v in extra.items()},
-    }
-
-
-def png_metadata(png: bytes, path: Path) -> dict[str, Any]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(png)
-    encoded = base64.b64encode(png).decode()
-    return {
-        "plot": MetadataValue.md(f"![plot](data:image/png;base64,{encoded})"),
-        "plot_path": MetadataValue.path(str(path)),
     }
 
 

@@ -31,7 +31,6 @@ from assets.gold import transforms as T
 from assets.gold.freshness import GoldInput, GoldPlan, plan_gold
 from assets.lineage import (
     commit_lineage,
-    png_metadata,
     read_partitions,
     table_metadata,
     up_to_date_metadata,
@@ -150,7 +149,7 @@ def _materialize(
     name: str,
     inputs: list[GoldInput],
     compute: Callable[[list[Any], list[date]], Any],
-    plot: Callable[[Fetch], bytes | None],
+    plot: Callable[[Fetch], plots.Plot | None],
 ) -> MaterializeResult:
     """Recompute the requested days whose inputs changed (``assets.gold.freshness``) and replace them."""
     from assets.replay.pins import pin_inputs
@@ -189,7 +188,7 @@ def _write_gold(
     df: Any,
     plan: GoldPlan,
     inputs: dict[str, int],
-    plot: Callable[[Fetch], bytes | None],
+    plot: Callable[[Fetch], plots.Plot | None],
 ) -> MaterializeResult:
     from pyspark import StorageLevel
 
@@ -231,7 +230,7 @@ def _write_gold(
     if png is not None:
         key = context.partition_key_range
         label = key.start if key.start == key.end else f"{key.start}_{key.end}"
-        meta.update(png_metadata(png, Path(lake.plots_dir) / name / f"{label}_v{commit.version}.png"))
+        meta.update(plots.plot_metadata(png, Path(lake.plots_dir) / name / f"{label}_v{commit.version}.png"))
     context.log.info(
         f"gold/{name}: {commit.rows_written:,} rows for {len(dates)} day(s) → version {commit.version}"
     )
@@ -262,24 +261,24 @@ def _series(
     return out
 
 
-def _tumbling_plot(fetch: Fetch) -> bytes:
+def _tumbling_plot(fetch: Fetch) -> plots.Plot:
     series = _series(
         fetch(["product_id", "window_start", "revenue"]), "window_start", "revenue", "product_id"
     )
     return plots.line_plot(series, "Revenue per 5 min (top products)", "revenue")
 
 
-def _hopping_plot(fetch: Fetch) -> bytes:
+def _hopping_plot(fetch: Fetch) -> plots.Plot:
     series = _series(fetch(["window_start", "revenue"]), "window_start", "revenue")
     return plots.line_plot(series, "Revenue, 10-min windows every minute", "revenue")
 
 
-def _sessions_plot(fetch: Fetch) -> bytes:
+def _sessions_plot(fetch: Fetch) -> plots.Plot:
     seconds = fetch(["duration_s"]).column("duration_s").to_pylist()[:200_000]
     return plots.histogram([s / 60 for s in seconds], "Session length", "minutes")
 
 
-def _enriched_plot(fetch: Fetch) -> bytes:
+def _enriched_plot(fetch: Fetch) -> plots.Plot:
     import pyarrow.compute as pc
 
     table = fetch(["segment", "amount"])
