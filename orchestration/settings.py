@@ -93,6 +93,9 @@ class Settings(BaseModel):
     #: a week before today, or the first day silver holds if earlier (``assets.partitions.default_start``),
     #: so the UI does not list months of days without data.
     partitions_start: date | None = None
+    #: The pipeline the lake is built from: a folder holding ``pipeline.yaml`` (docs/pipelines.md).
+    #: Default: the demo's, ``pipelines/demo``.
+    pipeline: Path = Path("pipelines/demo")
     #: Why ``broker_kind`` fell back to tansu although unset (Apache Kafka is not installed), else None.
     _broker_kind_fallback: str | None = PrivateAttr(default=None)
 
@@ -145,7 +148,7 @@ class Settings(BaseModel):
         base = base or project_home()
         updates = {
             name: (base / getattr(self, name)).resolve()
-            for name in ("lake_root", "state_dir", "dagster_home")
+            for name in ("lake_root", "state_dir", "dagster_home", "pipeline")
             if not getattr(self, name).is_absolute()
         }
         if self.delta_jars_available is None:

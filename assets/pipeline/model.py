@@ -99,6 +99,9 @@ class _Expectation(Model):
     )
     action: Action = "warn"
     description: str = ""
+    message: str | None = Field(
+        default=None, description="the reason a failing row is quarantined with; default: said from the rule"
+    )
 
     def default_name(self) -> str:  # pragma: no cover - every kind overrides
         raise NotImplementedError
@@ -119,8 +122,8 @@ class NotNull(_Expectation):
 class InRange(_Expectation):
     expect: Literal["range"]
     column: str
-    min: float | None = None
-    max: float | None = None
+    min: int | float | None = None
+    max: int | float | None = None
 
     def default_name(self) -> str:
         return f"{self.column}_range"
@@ -167,7 +170,6 @@ class Predicate(_Expectation):
     name: Name = Field(
         description="unique within the table (required: a predicate has no column to name it by)"
     )
-    message: str | None = Field(default=None, description="the reason recorded for a failing row")
 
     def default_name(self) -> str:
         return self.name
@@ -183,7 +185,8 @@ Expectation = Annotated[
 
 
 class _SilverTable(Model):
-    source: str | None = Field(default=None, description="the source it reads; default: the table's own name")
+    """A table read from the source of the same name (its bronze table, then typed and checked)."""
+
     description: str = ""
     owners: list[str] = Field(default_factory=list)
     fields: dict[Name, FieldType] = Field(
@@ -205,19 +208,12 @@ class EventTable(_SilverTable):
 
 
 class ChangeTable(_SilverTable):
-    """A change feed applied in sequence order: the current row per key (SCD1) or its history (SCD2)."""
+    """A feed of upserts applied in sequence order, whatever the arrival order: the current row per key
+    (SCD1) or every version with its validity (SCD2). Each record is the whole row."""
 
-    format: Literal["upsert", "debezium"] = Field(
-        default="upsert",
-        description="`upsert`: each record is the row (a tombstone deletes its key); `debezium`: an "
-        "envelope with op, before, after, ts_ms",
-    )
     keys: list[str] = Field(min_length=1)
     sequence_by: str = Field(
         description="the field ordering changes of one key (later wins, whatever the arrival)"
-    )
-    delete_when: str | None = Field(
-        default=None, description="Spark SQL predicate marking an upsert as a delete (debezium: op = 'd')"
     )
     scd_type: Literal[1, 2] = Field(
         default=1, description="1: current row per key; 2: valid_from/valid_to history"

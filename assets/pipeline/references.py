@@ -35,7 +35,7 @@ from assets.pipeline.model import (
 from assets.pipeline.yaml_source import Problem, YamlSource
 
 #: Columns every SCD2 change table adds to its declared fields.
-SCD2_COLUMNS = ("valid_from", "valid_to", "is_current")
+SCD2_COLUMNS = ("valid_from", "valid_to")
 
 
 def table_columns(pipeline: Pipeline, name: str) -> list[str] | None:
@@ -85,15 +85,10 @@ class _References:
             where = ("change_tables", name)
             yield from self._silver(where, name, table)
             yield from self._columns((*where, "keys"), table.keys, table.fields, name)
-            envelope = ("ts_ms",) if table.format == "debezium" else ()
-            if table.sequence_by not in table.fields and table.sequence_by not in envelope:
+            if table.sequence_by not in table.fields:
                 yield self._unknown_column((*where, "sequence_by"), table.sequence_by, table.fields, name)
-            if table.delete_when and table.format == "upsert":
-                yield from self._expression(
-                    (*where, "delete_when"), table.delete_when, list(table.fields), name
-                )
         for name, src in self.p.sources.items():
-            readers = [t for n, t in self.p.silver_tables().items() if (t.source or n) == name]
+            readers = [t for n, t in self.p.silver_tables().items() if n == name]
             if src.event_time != RECORD_TIMESTAMP and not any(src.event_time in t.fields for t in readers):
                 yield self.source.problem(
                     ("sources", name, "event_time"),
@@ -119,14 +114,9 @@ class _References:
     def _silver(
         self, where: tuple[str, str], name: str, table: EventTable | ChangeTable
     ) -> Iterator[Problem]:
-        source = table.source or name
-        if source not in self.p.sources:
+        if name not in self.p.sources:
             yield self._unknown(
-                (*where, "source") if table.source else where,
-                "source",
-                source,
-                self.p.sources,
-                f"{where[0]}.{name}",
+                where, "source", name, self.p.sources, f"{where[0]}.{name} (read from its source)"
             )
         names: dict[str, int] = {}
         for i, e in enumerate(table.expectations):

@@ -34,10 +34,9 @@ from assets.lineage import read_partitions
 from assets.owners import OWNERS
 from assets.partitions import BACKFILL_POLICY, DAILY, to_date
 from assets.resources import LakeResource
-from assets.sample_data import CLICKS, CUSTOMERS, ORDERS, PRODUCTS
 from assets.silver.keys import quarantine_key, silver_key
 from assets.silver.schema_evolution import SCHEMA_RULES, needs_new_columns, schema_rule
-from assets.silver.transform import PARTITION_COL, SPECS
+from assets.silver.transform import PARTITION_COL, SPECS, SilverSpec
 from assets.silver.watermarks import (
     BronzeReadPlan,
     bronze_table_id,
@@ -145,7 +144,9 @@ def build_silver_events(topic: str) -> AssetsDefinition:
                 owners=OWNERS,
                 automation_condition=DAILY_AUTOMATION,
                 description=contract.description(
-                    f"silver.{topic}", f"Typed `{topic}` events, one per {'/'.join(spec.key)}, by event date."
+                    f"silver.{topic}",
+                    spec.description
+                    or f"Typed `{topic}` events, one per {'/'.join(spec.key)}, by event date.",
                 ),
             ),
             AssetSpec(
@@ -211,10 +212,7 @@ def build_silver_events(topic: str) -> AssetsDefinition:
 
 def build_silver_dimension(topic: str) -> AssetsDefinition:
     spec = SPECS[topic]
-    what: Mapping[str, str] = {
-        CUSTOMERS: "Customer profile history with validity intervals [valid_from, valid_to).",
-        PRODUCTS: "Latest product attributes, one row per product_id.",
-    }
+    what = spec.description or _dimension_text(spec)
 
     @multi_asset(
         name=f"silver_{topic}",
@@ -225,7 +223,7 @@ def build_silver_dimension(topic: str) -> AssetsDefinition:
                 group_name="silver",
                 kinds={"spark", "delta"},
                 owners=OWNERS,
-                description=contract.description(f"silver.{topic}", what[topic]),
+                description=contract.description(f"silver.{topic}", what),
             ),
             AssetSpec(
                 quarantine_key(topic),
@@ -264,5 +262,13 @@ def build_silver_dimension(topic: str) -> AssetsDefinition:
     return _silver
 
 
-SILVER_ASSETS = [build_silver_events(ORDERS), build_silver_events(CLICKS)]
-DIMENSION_ASSETS = [build_silver_dimension(CUSTOMERS), build_silver_dimension(PRODUCTS)]
+def _dimension_text(spec: SilverSpec) -> str:
+    if spec.scd_type == 2:
+        return f"Every version of each {'/'.join(spec.keys)} with its validity [valid_from, valid_to)."
+    return f"The latest row of each {'/'.join(spec.keys or spec.key)}."
+
+
+#: Daily-partitioned silver tables: the declared event tables with an event time.
+SILVER_ASSETS = [build_silver_events(name) for name, spec in SPECS.items() if spec.time_col is not None]
+#: Tables rebuilt whole when bronze changed: change tables and event tables without an event time.
+DIMENSION_ASSETS = [build_silver_dimension(name) for name, spec in SPECS.items() if spec.time_col is None]

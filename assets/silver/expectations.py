@@ -30,7 +30,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from assets.sample_data import CATEGORIES, CLICKS, COUNTRIES, CUSTOMERS, ORDERS, PAGES, PRODUCTS, SEGMENTS
+from assets.pipeline.model import ChangeTable, EventTable, InRange, InSet, Matches, NotNull, Predicate, Unique
+from assets.pipeline.model import Expectation as DeclaredExpectation
 
 WARN = "warn"
 DROP = "drop"
@@ -62,60 +63,63 @@ def _sql_str(text: str) -> str:
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def _in_set(column: str, values: list[str], action: str = WARN) -> RowExpectation:
-    listed = ", ".join(_sql_str(v) for v in values)
-    return RowExpectation(
-        f"{column}_in_set",
+def _in_set(column: str, values: list[Any]) -> tuple[str, str, str, dict[str, Any]]:
+    listed = ", ".join(_sql_literal(v) for v in values)
+    return (
         f"{column} NOT IN ({listed})",
         f"concat('{column} not in the known set: ', {column})",
-        action,
         "expect_column_values_to_be_in_set",
         {"column": column, "value_set": list(values)},
     )
 
 
-#: Rules beyond the typed contract, per topic (the contract's own rules are ``contract_expectations``).
-EXTRA_EXPECTATIONS: dict[str, tuple[RowExpectation, ...]] = {
-    ORDERS: (
-        RowExpectation(
-            "quantity_positive",
-            "quantity <= 0",
-            "'quantity must be > 0'",
-            DROP,
-            "expect_column_values_to_be_between",
-            {"column": "quantity", "min_value": 1},
-        ),
-        RowExpectation(
-            "unit_price_non_negative",
-            "unit_price < 0",
-            "'unit_price must be >= 0'",
-            DROP,
-            "expect_column_values_to_be_between",
-            {"column": "unit_price", "min_value": 0},
-        ),
-        RowExpectation(
-            "quantity_plausible",
-            "quantity > 1000",
-            "'quantity above 1000'",
-            WARN,
-            "expect_column_values_to_be_between",
-            {"column": "quantity", "max_value": 1000},
-        ),
-    ),
-    CLICKS: (_in_set("page", PAGES),),
-    CUSTOMERS: (_in_set("segment", SEGMENTS), _in_set("country", COUNTRIES)),
-    PRODUCTS: (
-        RowExpectation(
-            "list_price_non_negative",
-            "list_price < 0",
-            "'list_price must be >= 0'",
-            DROP,
-            "expect_column_values_to_be_between",
-            {"column": "list_price", "min_value": 0},
-        ),
-        _in_set("category", CATEGORIES),
-    ),
-}
+def _sql_literal(value: Any) -> str:
+    return _sql_str(value) if isinstance(value, str) else repr(value)
+
+
+#: The declaration's action words -> silver's (``quarantine`` moves the row: it is dropped from silver).
+ACTION_OF = {"warn": WARN, "quarantine": DROP, "fail": FAIL}
+
+
+def declared_expectation(e: DeclaredExpectation) -> RowExpectation:
+    """One expectation of a ``pipeline.yaml`` table as silver enforces it and GX shows it."""
+    if isinstance(e, InRange):
+        parts = [f"{e.column} < {e.min}"] if e.min is not None else []
+        parts += [f"{e.column} > {e.max}"] if e.max is not None else []
+        if e.min is not None and e.max is not None:
+            said = f"{e.column} must be within [{e.min}, {e.max}]"
+        else:
+            said = f"{e.column} must be >= {e.min}" if e.min is not None else f"{e.column} must be <= {e.max}"
+        kwargs: dict[str, Any] = {"column": e.column}
+        kwargs.update({k: v for k, v in (("min_value", e.min), ("max_value", e.max)) if v is not None})
+        violation, message, gx_type = " OR ".join(parts), _sql_str(said), "expect_column_values_to_be_between"
+    elif isinstance(e, InSet):
+        violation, message, gx_type, kwargs = _in_set(e.column, e.values)
+    elif isinstance(e, NotNull):
+        violation, message = f"{e.column} IS NULL", _sql_str(f"{e.column} is null")
+        gx_type, kwargs = "expect_column_values_to_not_be_null", {"column": e.column}
+    elif isinstance(e, Matches):
+        violation = f"NOT regexp_like({e.column}, {_sql_str(e.pattern)})"
+        message = f"concat('{e.column} does not match {_sql_str(e.pattern)[1:-1]}: ', {e.column})"
+        gx_type, kwargs = "expect_column_values_to_match_regex", {"column": e.column, "regex": e.pattern}
+    elif isinstance(e, Predicate):
+        violation, message = (
+            f"NOT ({e.valid_when})",
+            _sql_str(f"{e.resolved_name}: {e.valid_when} does not hold"),
+        )
+        gx_type = "unexpected_rows_expectation"
+        kwargs = {"unexpected_rows_query": f"SELECT * FROM {{batch}} WHERE NOT ({e.valid_when})"}
+    else:
+        raise TypeError(f"{type(e).__name__} is not a row-level expectation")
+    if e.message is not None:
+        message = _sql_str(e.message)
+    return RowExpectation(e.resolved_name, violation, message, ACTION_OF[e.action], gx_type, kwargs)
+
+
+def declared_expectations(table: EventTable | ChangeTable) -> tuple[RowExpectation, ...]:
+    """The table's row-level expectations as declared (``unique`` is a table-level check: ``quality``)."""
+    return tuple(declared_expectation(e) for e in table.expectations if not isinstance(e, Unique))
+
 
 #: Logical type -> the Spark type name Great Expectations' ``expect_column_values_to_be_of_type`` shows.
 GX_TYPE_NAMES = {
@@ -262,6 +266,9 @@ def contract_expectations(contract: Mapping[str, str], time_col: str | None) -> 
     return out
 
 
-def row_expectations(topic: str, contract: Mapping[str, str], time_col: str | None) -> list[RowExpectation]:
-    """Every row-level expectation of ``silver/<topic>``, in the order reasons are reported."""
-    return [*contract_expectations(contract, time_col), *EXTRA_EXPECTATIONS.get(topic, ())]
+def row_expectations(
+    contract: Mapping[str, str], time_col: str | None, declared: tuple[RowExpectation, ...] = ()
+) -> list[RowExpectation]:
+    """Every row-level expectation of a silver table, in the order reasons are reported: the typed
+    contract's, then the declared ones."""
+    return [*contract_expectations(contract, time_col), *declared]

@@ -1,7 +1,8 @@
 """Bronze → silver: typed columns, one row per event id, and every rejected row kept with its reason.
 
-The typed contract of each topic is ``PAYLOAD_SCHEMAS`` in ``assets.sample_data``, its rules are
-written in docs/data-contract.md. Values are typed by their JSON type (the typing rule in
+The typed contract of each table is its ``fields`` in the pipeline's declaration (``pipeline.yaml``,
+``assets.pipeline``), the typing rule is written in docs/data-contract.md. Values are typed by their
+JSON type (the typing rule in
 ``assets.silver.expectations``: ``3`` and ``3.0`` are ints, ``"3"`` is not), and every conversion is a
 ``try_`` one, so a bad value becomes a quarantine reason, never a failed job. Which rows are rejected is
 decided by the table's row-level expectations with action ``drop`` (``assets.silver.expectations``, the
@@ -17,8 +18,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from assets.sample_data import CLICKS, CUSTOMERS, ORDERS, PAYLOAD_SCHEMAS, PRODUCTS
-from assets.silver.expectations import DROP, JSON_COL, RowExpectation, row_expectations, typed_sql
+from assets.pipeline.active import active_pipeline
+from assets.pipeline.model import ChangeTable, EventTable, Pipeline
+from assets.silver.expectations import (
+    DROP,
+    JSON_COL,
+    RowExpectation,
+    declared_expectations,
+    row_expectations,
+    typed_sql,
+)
 from edge.errors import StreamhouseError
 
 if TYPE_CHECKING:
@@ -79,20 +88,34 @@ class SchemaRule:
 
 @dataclass(frozen=True)
 class SilverSpec:
+    """What silver needs of a declared table (``event_tables`` / ``change_tables`` of pipeline.yaml)."""
+
+    #: the table's name: its source's logical topic, and ``silver/<topic>`` / ``quarantine/<topic>``
     topic: str
-    #: columns identifying one event (dedup key)
+    #: columns identifying one row (dedup key; a change table's keys + its sequence column)
     key: tuple[str, ...]
     #: typed event-time column that decides the daily partition (None: not time-partitioned)
     time_col: str | None
+    #: payload field -> logical type (the typing rule types them)
+    contract: Mapping[str, str] = field(default_factory=dict)
+    #: the declared expectations beyond the contract's own
+    declared: tuple[RowExpectation, ...] = ()
+    #: a change table's sequence column (later wins, whatever the arrival order); None: an event table
+    sequence_by: str | None = None
+    #: a change table's SCD type: 1 the latest row per key, 2 every version with its validity
+    #: ``[valid_from, valid_to)``; 0 for an event table
+    scd_type: int = 0
+    description: str = ""
 
     @property
-    def contract(self) -> dict[str, str]:
-        return PAYLOAD_SCHEMAS[self.topic]
+    def keys(self) -> tuple[str, ...]:
+        """A change table's keys (its dedup key without the sequence column)."""
+        return tuple(k for k in self.key if k != self.sequence_by)
 
     @property
     def expectations(self) -> list[RowExpectation]:
         """The row-level expectations of ``silver/<topic>`` (every action)."""
-        return row_expectations(self.topic, self.contract, self.time_col)
+        return row_expectations(self.contract, self.time_col, self.declared)
 
     @property
     def drop_expectations(self) -> list[RowExpectation]:
@@ -100,12 +123,28 @@ class SilverSpec:
         return [e for e in self.expectations if e.action == DROP]
 
 
-SPECS: dict[str, SilverSpec] = {
-    ORDERS: SilverSpec(ORDERS, ("order_id",), "event_time"),
-    CLICKS: SilverSpec(CLICKS, ("event_id",), "event_time"),
-    CUSTOMERS: SilverSpec(CUSTOMERS, ("customer_id", "updated_at"), None),
-    PRODUCTS: SilverSpec(PRODUCTS, ("product_id",), None),
-}
+def silver_spec(name: str, table: EventTable | ChangeTable) -> SilverSpec:
+    """A declared table as silver builds it. An event table keeps one row per key (the latest, when it
+    has no event time); an SCD2 change table keeps every version (keys + sequence) with its validity,
+    an SCD1 one the latest row per key."""
+    declared = declared_expectations(table)
+    fields = dict(table.fields)
+    if isinstance(table, EventTable):
+        return SilverSpec(
+            name, tuple(table.key), table.event_time, fields, declared, description=table.description
+        )
+    key = (*table.keys, table.sequence_by) if table.scd_type == 2 else tuple(table.keys)
+    return SilverSpec(
+        name, key, None, fields, declared, table.sequence_by, table.scd_type, description=table.description
+    )
+
+
+def silver_specs(pipeline: Pipeline) -> dict[str, SilverSpec]:
+    return {name: silver_spec(name, table) for name, table in pipeline.silver_tables().items()}
+
+
+#: The configured pipeline's silver tables (``assets.pipeline.active``), by name.
+SPECS: dict[str, SilverSpec] = silver_specs(active_pipeline())
 
 
 def parse_json(value: Column) -> Column:
@@ -250,13 +289,36 @@ def row_profile(typed: DataFrame, spec: SilverSpec, rule: SchemaRule | None = No
     return out
 
 
-def customer_history(valid: DataFrame) -> DataFrame:
-    """Profile versions with their validity interval [valid_from, valid_to) for as-of joins."""
+def change_history(valid: DataFrame, keys: Sequence[str], sequence_by: str) -> DataFrame:
+    """SCD2: every version of a key, ordered by its sequence column, valid in ``[valid_from, valid_to)``
+    (``valid_to`` NULL for the current one). The same version received twice counts once (the last
+    ingested copy), so a replayed change feed gives the same table."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    deduped = deduplicate(valid, ("customer_id", "updated_at"), latest=True)
-    w = Window.partitionBy("customer_id").orderBy("updated_at")
-    return deduped.withColumn("valid_from", F.col("updated_at")).withColumn(
-        "valid_to", F.lead("updated_at").over(w)
+    deduped = deduplicate(valid, (*keys, sequence_by), latest=True)
+    w = Window.partitionBy(*keys).orderBy(sequence_by)
+    return deduped.withColumn("valid_from", F.col(sequence_by)).withColumn(
+        "valid_to", F.lead(sequence_by).over(w)
     )
+
+
+def latest_version(valid: DataFrame, keys: Sequence[str], sequence_by: str) -> DataFrame:
+    """SCD1: the row of each key with the greatest sequence value, whatever order the changes arrived
+    in (ties: the last ingested copy)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    lineage = ("_ingest_time", "_kafka_partition", "_kafka_offset")
+    order = [F.col(sequence_by).desc(), *(F.col(c).desc() for c in lineage)]
+    ranked = valid.withColumn("_rank", F.row_number().over(Window.partitionBy(*keys).orderBy(*order)))
+    return ranked.where(F.col("_rank") == 1).drop("_rank")
+
+
+def apply_changes(valid: DataFrame, spec: SilverSpec) -> DataFrame:
+    """The valid rows of ``spec``'s table as silver keeps them (see ``SilverSpec.scd_type``)."""
+    if spec.sequence_by is not None and spec.scd_type == 2:
+        return change_history(valid, spec.keys, spec.sequence_by)
+    if spec.sequence_by is not None:
+        return latest_version(valid, spec.keys, spec.sequence_by)
+    return deduplicate(valid, spec.key, latest=spec.time_col is None)

@@ -23,7 +23,6 @@ from assets.lineage import (
     up_to_date_metadata,
 )
 from assets.resources import LakeResource
-from assets.sample_data import CUSTOMERS
 from assets.silver.keys import quarantine_key, silver_key
 from assets.silver.schema_evolution import align, quarantine_evolves
 from assets.silver.transform import (
@@ -33,8 +32,7 @@ from assets.silver.transform import (
     UNKNOWN,
     SchemaRule,
     SilverSpec,
-    customer_history,
-    deduplicate,
+    apply_changes,
     row_profile,
     split,
 )
@@ -131,10 +129,7 @@ def write_pair(
     frames.typed.persist(StorageLevel.MEMORY_AND_DISK)
     valid = quarantine = None
     try:
-        if topic == CUSTOMERS:
-            valid = customer_history(frames.valid)
-        else:
-            valid = deduplicate(frames.valid, spec.key, latest=spec.time_col is None)
+        valid = apply_changes(frames.valid, spec)
         valid = _without(
             valid, _existing(spark, silver_uri, target.lookup_days, list(spec.key)), list(spec.key)
         )
@@ -164,7 +159,7 @@ def write_pair(
         rejected = sum(profile.values())
         extra: dict[str, Any] = {
             "duplicates_dropped": MetadataValue.int(
-                max(0, typed_valid - commit.rows_written) if topic != CUSTOMERS else 0
+                max(0, typed_valid - commit.rows_written) if spec.scd_type != 2 else 0
             ),
             "quarantined": MetadataValue.int(q_commit.rows_written),
             "rows_in": MetadataValue.int(typed_valid + rejected),

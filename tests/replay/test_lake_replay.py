@@ -213,16 +213,16 @@ def test_replay_after_a_logic_change_equals_a_fresh_build(built, kafka_broker, m
     and everything downstream must equal a lake built from scratch with that logic."""
     import assets.silver.write as silver_write
 
-    original = silver_write.deduplicate
+    original = silver_write.apply_changes
 
-    def changed(df: Any, key: Any, latest: bool = False) -> Any:
-        out = original(df, key, latest=latest)
+    def changed(df: Any, spec: Any) -> Any:
+        out = original(df, spec)
         return out.where("quantity <= 2") if "quantity" in out.columns else out
 
     lake: Lake = built["lake"]
     before = _versions(lake, sorted(SILVER_ORDERS_REPLAY))
     old_rows = {t: _rows(lake.uri(t)) for t in ["silver/orders", *GOLD]}
-    monkeypatch.setattr(silver_write, "deduplicate", changed)
+    monkeypatch.setattr(silver_write, "apply_changes", changed)
 
     result = lake.defs.resolve_job_def("replay_job").execute_in_process(
         run_config={"ops": {"replay_lake": {"config": {"tables": ["silver/orders"]}}}},

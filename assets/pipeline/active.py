@@ -1,0 +1,34 @@
+"""The pipeline this process runs: the one every asset, check, sensor and command is built from.
+
+Named by the ``pipeline`` setting (``STREAMHOUSE_PIPELINE``, else ``pipeline:`` in streamhouse.yaml),
+a folder holding ``pipeline.yaml``; unset, the demo's (``pipelines/demo``). Read through the
+settings-free locator (:mod:`edge.home`) for the reason the partitions' start is: the asset
+definitions are built when their modules are imported, and ``assets/`` must not import the settings
+in ``orchestration/``. ``orchestration.definitions`` compares it with the loaded settings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import cache
+from pathlib import Path
+
+from assets.pipeline.load import load_pipeline
+from assets.pipeline.model import Pipeline
+from edge.home import config_value, resolve_path
+
+#: The demo's declaration, relative to the project home.
+DEFAULT_PIPELINE = "pipelines/demo"
+
+
+def pipeline_folder(environ: Mapping[str, str] | None = None) -> Path:
+    """The folder of the configured pipeline, absolute."""
+    value = config_value("pipeline", environ)
+    return resolve_path(str(value) if value else DEFAULT_PIPELINE, environ)
+
+
+@cache
+def active_pipeline() -> Pipeline:
+    """The configured pipeline, loaded once per process (a bad declaration raises PipelineError with
+    every problem as ``file:line: message``)."""
+    return load_pipeline(pipeline_folder())
