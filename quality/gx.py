@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from quality.docs_assets import localize
 from quality.engine import Batch, Outcome
 from quality.suites import Suite
+from quality.verdict import worst
 
 if TYPE_CHECKING:
     from great_expectations.core import ExpectationSuiteValidationResult
@@ -74,17 +75,23 @@ def gx_suite(suite: Suite) -> Any:
 ON_FAILURE = {"fail": "blocks downstream", "warn": "warns", "drop": "quarantines the row"}
 
 
-def _configuration(e: Any, cls: Any) -> Any:
+def _configuration(e: Any, cls: Any, *, warning: bool = False) -> Any:
     """The GX configuration of ``e``. Data Docs show a configuration's ``description`` in place of
     GX's own wording, beside the status icon: it names the expectation and, last, what its action does
     on failure. (It began with ``[fail]`` for a ``fail`` action, which read as the status of a passed
-    expectation.)"""
+    expectation.) GX's ``severity`` is critical for a ``fail`` expectation (an error), warning for the
+    others, and warning for any result ``warning`` marks (one that could not be compared): Data Docs
+    (``quality.gx_render``) and ``get_max_severity_failure`` read it."""
+    from great_expectations.expectations.metadata_types import FailureSeverity
+
     text = f"{e.name}: {e.description}" if e.description else e.name
+    critical = e.action == "fail" and not warning
     return cls(
         type=e.gx_type,
         kwargs=dict(e.gx_kwargs),
         meta={"name": e.name, "action": e.action, "severity": e.severity, "kind": e.kind},
         description=f"{text} (if violated: {ON_FAILURE.get(e.action, e.action)}, action {e.action!r})",
+        severity=FailureSeverity.CRITICAL if critical else FailureSeverity.WARNING,
     )
 
 
@@ -108,7 +115,9 @@ def validation_result(
         results.append(
             ExpectationValidationResult(
                 success=o.success,
-                expectation_config=_configuration(o.expectation, ExpectationConfiguration),
+                expectation_config=_configuration(
+                    o.expectation, ExpectationConfiguration, warning=not o.compared
+                ),
                 result=result,
                 exception_info=_not_measured(o),
             )
@@ -135,6 +144,8 @@ def validation_result(
                 "table": batch.table,
                 "uri": batch.uri,
                 "delta_version": batch.version,
+                # the index renders a validation from its success and batch spec only (gx_render)
+                VERDICT_KEY: worst(o.verdict for o in outcomes),
             },
             "batch_markers": {"days": [d.isoformat() for d in batch.days or []], "rows": batch.rows},
             "active_batch_definition": {
@@ -148,6 +159,10 @@ def validation_result(
     )
 
 
+#: The key of a validation's ``meta["batch_spec"]`` holding its verdict: the index renders a validation
+#: from its success and batch spec only (``quality.gx_render``).
+VERDICT_KEY = "verdict"
+
 #: The project's one Data Docs site, as GX names it in a new project.
 SITE = "local_site"
 SITE_CONFIG: dict[str, Any] = {
@@ -160,7 +175,16 @@ SITE_CONFIG: dict[str, Any] = {
         "class_name": "TupleFilesystemStoreBackend",
         "base_directory": "uncommitted/data_docs/local_site/",
     },
-    "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
+    # GX's renderers draw a warning as a failure; these draw passed, warning and error (gx_render).
+    "site_index_builder": {
+        "class_name": "DefaultSiteIndexBuilder",
+        "renderer": {"module_name": "quality.gx_render", "class_name": "VerdictIndexPageRenderer"},
+    },
+    "site_section_builders": {
+        "validations": {
+            "renderer": {"module_name": "quality.gx_render", "class_name": "VerdictValidationPageRenderer"}
+        }
+    },
 }
 
 

@@ -3,9 +3,10 @@
 ``file://`` nor loopback refused, as on a machine without internet.
 
 The site is built from a real validation (``tests/quality/data_docs_probe.py``: a Delta table measured
-clean, then with a bad row). The index must list both runs with the true status, be styled (Bootstrap
-and font-awesome loaded from beside the site), and the failed run's page must show the passing
-expectation as passed and the failing one as failed.
+clean, then with a row only a ``warn`` expectation rejects, then with one a ``fail`` expectation
+rejects). The index must list the three runs with their verdicts (passed, warning, error: a warning is
+a yellow sign, never the red cross of a failure), be styled (Bootstrap and font-awesome loaded from
+beside the site), and the error run's page must show each expectation's verdict.
 """
 
 from __future__ import annotations
@@ -18,11 +19,11 @@ import pytest
 
 from tests.quality.data_docs_probe import (
     ASSET,
-    CLEAN_RUN,
     DIRTY_RUN,
-    FAILING,
-    PASSING,
+    EXPECTATION_VERDICTS,
     TABLE,
+    VERDICTS,
+    WARNING_RUN,
     ProbeDocs,
     build_probe_docs,
 )
@@ -88,16 +89,28 @@ def offline_page() -> Iterator[tuple[object, list[str]]]:
             browser.close()
 
 
+#: each verdict's status icon: font-awesome glyph and Bootstrap colour
+ICONS = {
+    "passed": "i.fa-check-circle.text-success",
+    "warning": "i.fa-exclamation-triangle.text-warning",
+    "error": "i.fa-times.text-danger",
+}
+#: Bootstrap's colour of each (computed: the icon is drawn in it)
+COLOURS = {"passed": "rgb(40, 167, 69)", "warning": "rgb(255, 193, 7)", "error": "rgb(220, 53, 69)"}
+
+
 def _status_icon(row) -> str:  # type: ignore[no-untyped-def]
-    """``passed``/``failed``: which status icon the row shows, and that it is drawn."""
-    passed, failed = row.locator("i.fa-check-circle.text-success"), row.locator("i.fa-times.text-danger")
-    assert passed.count() + failed.count() == 1, row.inner_text()
-    icon = passed if passed.count() else failed
+    """The verdict whose status icon the row shows, checked drawn in its colour."""
+    found = {verdict: row.locator(css) for verdict, css in ICONS.items()}
+    shown = [verdict for verdict, icon in found.items() if icon.count()]
+    assert len(shown) == 1 and found[shown[0]].count() == 1, (shown, row.inner_text())
+    icon = found[shown[0]]
     # drawn once font-awesome's font has loaded (an icon glyph has no width before): wait for that, bounded
     icon.wait_for(state="visible", timeout=20_000)
     box = icon.bounding_box()
     assert box and box["width"] > 0, "the status icon is not drawn"
-    return "passed" if passed.count() else "failed"
+    assert icon.evaluate("e => getComputedStyle(e).color") == COLOURS[shown[0]], shown[0]
+    return shown[0]
 
 
 def test_data_docs_open_styled_offline_and_show_the_true_results(
@@ -110,15 +123,15 @@ def test_data_docs_open_styled_offline_and_show_the_true_results(
     page.goto(probe.index.as_uri())  # type: ignore[attr-defined]
     # the validation table (filled by bootstrap-table's JavaScript) lists both runs
     rows = page.locator("table.ge-index-page-validation-results-table tbody tr")  # type: ignore[attr-defined]
-    rows.nth(1).wait_for()
-    assert rows.count() == 2, rows.all_inner_texts()
+    rows.nth(2).wait_for()
+    assert rows.count() == 3, rows.all_inner_texts()
     by_run = {}
     for i in range(rows.count()):
         text = rows.nth(i).inner_text()
-        run = CLEAN_RUN if CLEAN_RUN in text else DIRTY_RUN
-        assert TABLE in text and ASSET in text and run in text, text
+        (run,) = [r for r in VERDICTS if r in text]
+        assert TABLE in text and ASSET in text, text
         by_run[run] = _status_icon(rows.nth(i))
-    assert by_run == {CLEAN_RUN: "passed", DIRTY_RUN: "failed"}
+    assert by_run == VERDICTS  # the warning run: a yellow sign, not a red cross
 
     styled = page.evaluate(STYLED)  # type: ignore[attr-defined]
     assert styled == BOOTSTRAP, styled
@@ -130,13 +143,22 @@ def test_data_docs_open_styled_offline_and_show_the_true_results(
     assert Path(urlparse(page.url).path).resolve() == probe.pages[DIRTY_RUN].resolve()  # type: ignore[attr-defined]
     assert page.evaluate(STYLED) == BOOTSTRAP  # type: ignore[attr-defined]
     assert page.evaluate(FONT_LOADED)  # type: ignore[attr-defined]
-    for name, status in ((PASSING, "passed"), (FAILING, "failed")):
+    for name, verdict in EXPECTATION_VERDICTS[DIRTY_RUN].items():
         row = page.locator("tr", has_text=f"{name}:")  # type: ignore[attr-defined]
         assert row.count() == 1, name
         assert row.first.is_visible()
-        assert _status_icon(row.first) == status, name
+        assert _status_icon(row.first) == verdict, name
         assert not row.first.inner_text().lstrip().startswith("[")
-    assert "Status: Failed" in " ".join(page.locator("body").inner_text().split())  # type: ignore[attr-defined]
+    assert "Status: Error" in " ".join(page.locator("body").inner_text().split())  # type: ignore[attr-defined]
+
+    # the warning run's page says so, with its warning row
+    page.go_back()  # type: ignore[attr-defined]
+    rows.filter(has_text=WARNING_RUN).first.click()
+    page.wait_for_url(f"**/{WARNING_RUN}/**")  # type: ignore[attr-defined]
+    body = " ".join(page.locator("body").inner_text().split())  # type: ignore[attr-defined]
+    assert "Status: Warning" in body and "Status: Failed" not in body
+    for name, verdict in EXPECTATION_VERDICTS[WARNING_RUN].items():
+        assert _status_icon(page.locator("tr", has_text=f"{name}:").first) == verdict, name  # type: ignore[attr-defined]
 
     assert refused == [], f"requests that would need the network: {refused}"
     assert errors == [], errors
