@@ -33,7 +33,7 @@ from dagster import (
 
 from assets.bronze.assets import bronze_key
 from assets.partitions import affected_days
-from assets.sample_data import CLICKS, CUSTOMERS, ORDERS, PRODUCTS
+from assets.pipeline.active import active_pipeline
 
 #: Bronze materializations read per topic and evaluation (a tick follows a few ingest runs at most).
 MAX_RECORDS_PER_TICK = 1000
@@ -142,6 +142,7 @@ def daily_condition(topics: Sequence[str]) -> AutomationCondition:
     ).with_label("daily: follows bronze event days")
 
 
-#: Every daily asset follows the four ingested input topics (dimensions change enriched orders).
-DAILY_TOPICS = (ORDERS, CLICKS, CUSTOMERS, PRODUCTS)
+#: Every daily asset follows the topics silver reads (a change to a dimension changes the gold tables
+#: joined to it): the configured pipeline's event and change tables.
+DAILY_TOPICS = tuple(active_pipeline().silver_tables())
 DAILY_AUTOMATION = daily_condition(DAILY_TOPICS)

@@ -26,13 +26,15 @@ from datetime import UTC, date, datetime, timedelta
 
 from dagster import BackfillPolicy, DailyPartitionsDefinition
 
+from assets.pipeline.active import active_pipeline
 from edge.home import config_value, resolve_path
 
 #: Without ``partitions_start``: the partitions start this many days before today (or earlier, on the
 #: first day silver holds), covering the demo's three days of sample data and its late events.
 RECENT_DAYS = 7
-#: Silver's event tables; their ``event_date=`` partition directories say which days hold data.
-EVENT_TABLES = ("silver/orders", "silver/clicks")
+#: Silver's event tables (the configured pipeline's, with an event time); their ``event_date=`` partition
+#: directories say which days hold data.
+EVENT_TABLES = tuple(f"silver/{name}" for name, t in active_pipeline().event_tables.items() if t.event_time)
 
 
 def first_data_day(environ: Mapping[str, str] | None = None) -> date | None:

@@ -87,8 +87,11 @@ def recent_start(days: int, today: date | None = None) -> datetime:
 
 
 def topic_specs(prefix: str = "") -> list[TopicSpec]:
-    every = {**TOPICS, **EDGE_OUTPUT_TOPICS}
-    return [TopicSpec(f"{prefix}{name}", partitions) for name, partitions in every.items()]
+    """The topics the sample data goes to, as the demo's declaration (pipelines/demo) declares them."""
+    from assets.pipeline.active import active_pipeline
+    from assets.pipeline.topics import source_topic_specs
+
+    return source_topic_specs(active_pipeline(), prefix)
 
 
 def iso_ms(ms: int, _gmtime=time.gmtime, _strftime=time.strftime) -> str:

@@ -29,17 +29,10 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from assets.sample_data import (
-    CLICKS,
-    CUSTOMERS,
-    EDGE_OUTPUT_TOPICS,
-    EDGE_REVENUE_5M,
-    ORDERS,
-    PAYLOAD_SCHEMAS,
-    PRODUCTS,
-    TOPICS,
-)
-from assets.silver.expectations import DROP, FAIL, WARN, RowExpectation
+from assets.pipeline.active import active_pipeline
+from assets.pipeline.model import Unique
+from assets.sample_data import CLICKS, EDGE_REVENUE_5M, ORDERS
+from assets.silver.expectations import ACTION_OF, DROP, FAIL, WARN, RowExpectation
 from assets.silver.transform import SPARK_TYPES, SPECS
 from edge.errors import StreamhouseError
 
@@ -247,8 +240,10 @@ BRONZE_MAX_AGE = timedelta(days=1)
 
 
 def _bronze(topic: str) -> Suite:
-    # Freshness only for event topics: dimension topics change rarely, edge outputs follow the edge.
-    fresh = (freshness("event_timestamp", BRONZE_MAX_AGE),) if topic in (ORDERS, CLICKS) else ()
+    # Freshness only for event topics (read by an event table with an event time): dimension topics
+    # change rarely, edge outputs follow the edge.
+    events = active_pipeline().event_tables.get(topic)
+    fresh = (freshness("event_timestamp", BRONZE_MAX_AGE),) if events and events.event_time else ()
     return Suite(
         f"bronze.{topic}",
         SPARK,
@@ -269,12 +264,17 @@ def _bronze(topic: str) -> Suite:
 def _silver(topic: str) -> Suite:
     spec = SPECS[topic]
     row_rules = tuple(_from_row(e) for e in spec.expectations)
-    types = tuple(column_type(name, SPARK_TYPES[typ]) for name, typ in PAYLOAD_SCHEMAS[topic].items())
-    extra: tuple[Expectation, ...] = ()
+    types = tuple(column_type(name, SPARK_TYPES[typ]) for name, typ in spec.contract.items())
+    declared = active_pipeline().silver_tables()[topic].expectations
+    extra: tuple[Expectation, ...] = tuple(
+        unique(tuple(e.columns), ACTION_OF[e.action], e.resolved_name)
+        for e in declared
+        if isinstance(e, Unique)
+    )
     key = spec.key
-    if topic == CUSTOMERS:
-        key = ("customer_id", "valid_from")
-        extra = (rule("validity_interval_ordered", "valid_to <= valid_from", "valid_from < valid_to"),)
+    if spec.scd_type == 2:
+        key = (*spec.keys, "valid_from")
+        extra += (rule("validity_interval_ordered", "valid_to <= valid_from", "valid_from < valid_to"),)
     return Suite(
         f"silver.{topic}",
         SPARK,
@@ -565,8 +565,8 @@ def _gold() -> list[Suite]:
 
 
 def _all() -> dict[str, Suite]:
-    suites = [_bronze(t) for t in [*TOPICS, *EDGE_OUTPUT_TOPICS]]
-    suites += [_silver(t) for t in (ORDERS, CLICKS, CUSTOMERS, PRODUCTS)]
+    suites = [_bronze(t) for t in active_pipeline().sources]
+    suites += [_silver(t) for t in SPECS]
     suites += _gold()
     return {s.table: s for s in suites}
 

@@ -20,11 +20,11 @@ from assets.bronze.ingest import ingest_topic
 from assets.kafka.keys import topic_key
 from assets.lineage import arrow_table_schema, markdown_preview
 from assets.owners import OWNERS
+from assets.pipeline.active import active_pipeline
 from assets.resources import KafkaResource, LakeResource
-from assets.sample_data import EDGE_OUTPUT_TOPICS, TOPICS
 
-#: Raw inputs and edge outputs alike: every ingested topic gets its own bronze table.
-BRONZE_TOPICS = [*TOPICS, *EDGE_OUTPUT_TOPICS]
+#: Raw inputs and edge outputs alike: every declared source of the configured pipeline gets a bronze table.
+BRONZE_TOPICS = list(active_pipeline().sources)
 OFFSETS_SCHEMA = TableSchema.from_name_type_dict(
     {"partition": "int", "start": "int", "end": "int", "records": "int"}
 )

@@ -1,4 +1,5 @@
-"""The project's edge apps: one line each, so the lineage graph, the demo and the UI agree on them.
+"""The pipeline's edge apps, as its declaration lists them, so the lineage graph, the demo and the UI
+agree on them.
 
 An entry names the app's ``application.id`` (its consumer group and the prefix of its internal
 topics), the ``MODULE:ATTR`` that builds its topology (what ``streamhouse edge run`` takes), the
@@ -78,27 +79,18 @@ class EdgeApp:
         return str(self.topology.describe())
 
 
-#: Adding an app to the graph is one line here.
-EDGE_APPS: list[EdgeApp] = [
-    EdgeApp(
-        "revenue",
-        "examples.revenue:topology",
-        "127.0.0.1:7070",
-        description="Live revenue per product: valid orders re-keyed by product, running totals.",
-    ),
-    EdgeApp(
-        "sessions",
-        "examples.click_sessions:topology",
-        "127.0.0.1:7071",
-        description="Click sessions per user (30-minute inactivity gap), final results once closed.",
-    ),
-    EdgeApp(
-        "revenue-windows",
-        "examples.revenue_windows:topology",
-        "127.0.0.1:7072",
-        description="Revenue per product in 5-minute tumbling windows, final results: gold's edge twin.",
-    ),
-]
+def declared_edge_apps() -> list[EdgeApp]:
+    """The ``edge_apps`` of the configured pipeline (``pipeline.yaml``): adding one to the graph is an
+    entry there."""
+    from assets.pipeline.active import active_pipeline
+
+    return [
+        EdgeApp(ref.application_id or name, ref.target, ref.server, ref.guarantee, ref.description)
+        for name, ref in active_pipeline().edge_apps.items()
+    ]
+
+
+EDGE_APPS: list[EdgeApp] = declared_edge_apps()
 
 
 def edge_app(application_id: str) -> EdgeApp:

@@ -28,8 +28,8 @@ from assets.edge_apps.registry import EDGE_APPS
 from assets.kafka.keys import edge_app_key, op_name, topic_key
 from assets.kafka.offsets import TopicOffsets, consumer_lag, topic_offsets
 from assets.owners import OWNERS
+from assets.pipeline.active import active_pipeline
 from assets.resources import KafkaResource
-from assets.sample_data import EDGE_OUTPUT_TOPICS, TOPICS
 
 KAFKA_GROUP = "kafka"
 PARTITIONS_SCHEMA = TableSchema.from_name_type_dict(
@@ -39,7 +39,7 @@ PARTITIONS_SCHEMA = TableSchema.from_name_type_dict(
 
 def project_topics() -> list[str]:
     """Topics bronze ingests and topics the edge apps read or write, each once."""
-    topics = [*TOPICS, *EDGE_OUTPUT_TOPICS]
+    topics = list(active_pipeline().sources)
     for app in EDGE_APPS:
         topics += [t for t in (*app.input_topics, *app.output_topics) if t not in topics]
     return topics

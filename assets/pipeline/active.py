@@ -9,6 +9,7 @@ in ``orchestration/``. ``orchestration.definitions`` compares it with the loaded
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
@@ -30,5 +31,10 @@ def pipeline_folder(environ: Mapping[str, str] | None = None) -> Path:
 @cache
 def active_pipeline() -> Pipeline:
     """The configured pipeline, loaded once per process (a bad declaration raises PipelineError with
-    every problem as ``file:line: message``)."""
-    return load_pipeline(pipeline_folder())
+    every problem as ``file:line: message``). Its folder is importable from then on, so the Python
+    modules it names (``module:function``) are found as ``pipeline check`` found them."""
+    folder = pipeline_folder()
+    pipeline = load_pipeline(folder)
+    if str(folder) not in sys.path:
+        sys.path.append(str(folder))
+    return pipeline

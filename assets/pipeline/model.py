@@ -68,16 +68,13 @@ class Model(BaseModel):
 
 
 class Source(Model):
-    """A Kafka topic the lake ingests. Its bronze table is derived: raw bytes + Kafka metadata."""
+    """A Kafka topic the lake ingests, named by its key in ``sources`` (with the deployment's topic
+    prefix, if any). Its bronze table is derived: raw bytes + Kafka metadata, exactly once."""
 
-    topic: str | None = Field(
-        default=None, description="the physical topic name; default: the source's name in `sources`"
-    )
     partitions: int = Field(default=1, ge=1, description="partitions to create when the topic is missing")
     replication_factor: int = Field(
         default=-1, description="replication factor to create the topic with; -1: the broker's default"
     )
-    key_format: Literal["string", "json", "bytes"] = "string"
     value_format: Literal["json"] = Field(
         default="json", description="payload format (json; the Schema Registry formats are not yet supported)"
     )
@@ -387,10 +384,6 @@ class Pipeline(Model):
     edge_apps: dict[Annotated[str, Field(pattern=r"^[A-Za-z0-9._-]+$")], EdgeAppRef] = Field(
         default_factory=dict
     )
-
-    def topic(self, source: str) -> str:
-        """The physical topic of a declared source."""
-        return self.sources[source].topic or source
 
     def silver_tables(self) -> dict[str, EventTable | ChangeTable]:
         return {**self.event_tables, **self.change_tables}

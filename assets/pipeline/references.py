@@ -133,6 +133,12 @@ class _References:
                 yield from self._columns((*at, "column"), [e.column], columns, name)
             elif isinstance(e, Unique):
                 yield from self._columns((*at, "columns"), e.columns, columns, name)
+                if e.action == "quarantine":
+                    yield self.source.problem(
+                        (*at, "action"),
+                        f"{where[0]}.{name}.expectations[{i}].action: uniqueness is checked on the written "
+                        "table, so it can warn or fail but not quarantine a row",
+                    )
             elif isinstance(e, Predicate):
                 yield from self._expression((*at, "valid_when"), e.valid_when, columns, name)
             if isinstance(e, InRange) and e.min is None and e.max is None:

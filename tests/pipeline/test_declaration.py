@@ -121,7 +121,6 @@ def test_the_demo_declaration_gives_the_silver_tables_the_demo_has_always_had() 
 
 def test_a_minimal_declaration_loads_with_its_defaults(tmp_path: Path) -> None:
     shop = load_pipeline(_write(tmp_path, MINIMAL))
-    assert shop.topic("payments") == "payments"
     assert shop.sources["payments"].replication_factor == -1
     assert shop.event_tables["payments"].lookback == 86_400_000
     assert shop.event_tables["payments"].expectations == []
