@@ -446,11 +446,11 @@ def freshness_observed(newest: datetime | None, now: datetime, max_age: timedelt
     limit = f"at most {span(max_age)} allowed" if max_age is not None else "no limit"
     if newest > now:
         return (
-            f"newest {newest.isoformat()} is {span(newest - now)} after the reference time "
-            f"{now.isoformat()}: newer than the reference ({limit})"
+            f"newest is {span(newest - now)} after the reference time {now.isoformat()}: newer than it "
+            f"({limit}); newest {newest:%F %T}"
         )
     before = span(now - newest)
-    return f"newest {newest.isoformat()} is {before} before the reference time {now.isoformat()} ({limit})"
+    return f"newest is {before} before the reference time {now.isoformat()} ({limit}); newest {newest:%F %T}"
 
 
 def _same_type(actual: str, wanted: str) -> bool:

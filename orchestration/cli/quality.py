@@ -147,7 +147,7 @@ def check(tables: tuple[str, ...], days: tuple[str, ...], as_of: str | None, no_
                 # The verdict's word and colour, as Data Docs and the Dagster checks show it (a check that
                 # compared nothing is a warning whose observed value says why).
                 result = f"[{COLOURS[o.verdict]}]{o.verdict}[/]"
-                rows.append((r.suite.table, e.name, e.action, result, o.failing_rows, str(o.observed)[:80]))
+                rows.append((r.suite.table, e.name, e.action, result, o.failing_rows, str(o.observed)[:100]))
         columns = ["table", "expectation", "action", "result", "failing rows", "observed"]
         print_rich(rich_table("Expectation suites", columns, rows, right={"failing rows"}))
         warned = sum(len(r.warnings) for r in runs)

@@ -227,7 +227,7 @@ def test_bad_data_is_quarantined_reported_and_blocks(quality_lake, spark, monkey
     out = capsys.readouterr().out
     assert exit_info.value.code == 1
     line = next(x for x in out.splitlines() if "totals_match_silver" in x)
-    assert "FAIL" in line and "1 error(s)" in out and "Data Docs:" in out
+    assert "error" in line and "1 error(s)" in out and "Data Docs:" in out
 
     with pytest.raises(SystemExit) as exit_info:
         main(["check", "gold.revenue_tumbling_5mm"])
