@@ -7,6 +7,7 @@ module prints through the one ``console`` here so the output interleaves in orde
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -65,10 +66,34 @@ class RunProgress:
                 self.out.print(f"    {step}: {seconds:.1f}s{' [red](failed)[/red]' if failed else ''}")
 
 
+#: The titles of the steps running now (outermost first): what a Ctrl-C names as where it stopped.
+_running: list[str] = []
+#: Set on Ctrl-C (``orchestration.demo_interrupt``): no further step starts, whatever a run swallowed.
+stop_requested = threading.Event()
+
+
+_finished: list[str] = []
+
+
+def current_step() -> tuple[str, bool] | None:
+    """The step running now (title, True), else the last one that finished (title, False), else None
+    (read from another thread by ``orchestration.demo_interrupt``)."""
+    if _running:
+        return _running[-1], True
+    return (_finished[-1], False) if _finished else None
+
+
 @contextlib.contextmanager
 def step(title: str) -> Iterator[None]:
     """Say what is starting (the long steps are silent otherwise) and how long it took."""
+    if stop_requested.is_set():
+        raise KeyboardInterrupt
     console.print(f"[cyan]…[/cyan] {title}")
     started = time.perf_counter()
-    yield
+    _running.append(title)
+    try:
+        yield
+    finally:
+        _running.remove(title)
+        _finished[:] = [title]
     console.print(f"  [dim]{title}: {time.perf_counter() - started:.1f}s[/dim]")

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import sys
+
 import click
 
 
@@ -45,9 +48,32 @@ def demo(events: int, reset: bool, stop_broker: bool) -> None:
     settings = load_settings()
     # A second demo fails here at once, before the slow imports, naming the running one (it used to
     # fail minutes later, at its edge step).
-    with demo_lock(settings.state_dir):
-        from orchestration.cli.topics import exit_1_when_records_are_lost
-        from orchestration.demo import run_demo
+    try:
+        with demo_lock(settings.state_dir):
+            from orchestration.cli.topics import exit_1_when_records_are_lost
+            from orchestration.demo import run_demo
+            from orchestration.demo_interrupt import run_interruptibly
 
-        with exit_1_when_records_are_lost():  # sample events not delivered: `error:`, exit 1
-            run_demo(settings, events=events, reset=reset, stop_broker=stop_broker)
+            with exit_1_when_records_are_lost():  # sample events not delivered: `error:`, exit 1
+                run_interruptibly(
+                    lambda: run_demo(settings, events=events, reset=reset, stop_broker=stop_broker)
+                )
+    except KeyboardInterrupt:  # before the demo's worker started (the imports): nothing ran yet
+        click.echo(
+            "interrupted before the demo started; nothing was changed: run `make demo` again", err=True
+        )
+        raise SystemExit(130) from None
+    except Exception as exc:
+        from orchestration.demo_interrupt import DemoInterrupted
+
+        if not isinstance(exc, DemoInterrupted):
+            raise
+        # Ctrl-C: one line (issue 46 item 6: it was ~140 lines of Dagster's interrupt tracebacks)
+        click.echo(exc.line(), err=True)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        # Without the interpreter's shutdown: Kafka clients the interrupted step left open call back
+        # into Python from librdkafka's threads, which aborts a finalizing interpreter ("Fatal Python
+        # error: PyGILState_Release"). The worker has closed what it could (the lock is released; the
+        # Spark JVM exits when its stdin closes; the broker is left running as after any demo).
+        os._exit(130)
