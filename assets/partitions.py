@@ -12,11 +12,14 @@ is read through the settings-free locator (:mod:`edge.home`), with the settings'
 value falls back to the default here; ``orchestration.definitions`` compares the start with the loaded
 settings and fails with the message naming the key.
 
-Unset, the partitions start ``RECENT_DAYS`` before today, or on the first day silver holds if that is
-earlier. A fixed default (it was 2026-01-01) made the UI show every day since as a partition: after a
-demo, "3 materialized, 325 missing" and a grey graph, for days no data was ever meant to cover. The
-demo's and ``streamhouse generate``'s events fall on the last three days (late ones hours earlier), so
-they are always covered, and a day already built stays visible however old it gets.
+Unset, the partitions start the day before the first day silver's event tables hold: that day's
+hopping windows starting 23:51-23:59 already hold the first orders, and the pipeline builds it with the
+first day. An empty lake starts ``RECENT_DAYS`` before today: the days the demo's data will fill. A
+fixed default (it was 2026-01-01) made the UI show every day since as a partition: after a demo, "3
+materialized, 325 missing" and a grey graph; a start a week back still showed "Missing (2)" for days
+before the data. A day already built stays a partition however old it gets; data for an earlier day
+is taken up when the definitions are next loaded (``make dagster`` loads them at start, the UI's
+"Reload location" again).
 """
 
 from __future__ import annotations
@@ -29,9 +32,12 @@ from dagster import BackfillPolicy, DailyPartitionsDefinition
 from assets.pipeline.active import active_pipeline
 from edge.home import config_value, resolve_path
 
-#: Without ``partitions_start``: the partitions start this many days before today (or earlier, on the
-#: first day silver holds), covering the demo's three days of sample data and its late events.
-RECENT_DAYS = 7
+#: Without ``partitions_start``, on an empty lake: the partitions start this many days before today,
+#: the days the demo fills: its three days ending last midnight, the day before (late events, 6 h
+#: behind) and that day's evening windows (``LEAD_DAYS``).
+RECENT_DAYS = 5
+#: Partitions before the first day of data: its hopping windows starting the evening before hold data.
+LEAD_DAYS = 1
 #: Silver's event tables (the configured pipeline's, with an event time); their ``event_date=`` partition
 #: directories say which days hold data.
 EVENT_TABLES = tuple(f"silver/{name}" for name, t in active_pipeline().event_tables.items() if t.event_time)
@@ -58,11 +64,12 @@ def first_data_day(environ: Mapping[str, str] | None = None) -> date | None:
 
 
 def default_start(environ: Mapping[str, str] | None = None, today: date | None = None) -> str:
-    """The first partition when ``partitions_start`` is unset: ``RECENT_DAYS`` before ``today`` (UTC),
-    or the first day silver holds if earlier (see the module docstring)."""
-    recent = (today or datetime.now(UTC).date()) - timedelta(days=RECENT_DAYS)
+    """The first partition when ``partitions_start`` is unset: ``LEAD_DAYS`` before the first day of
+    data, or ``RECENT_DAYS`` before ``today`` (UTC) on an empty lake (see the module docstring)."""
     first = first_data_day(environ)
-    return min(recent, first).isoformat() if first is not None else recent.isoformat()
+    if first is not None:
+        return (first - timedelta(days=LEAD_DAYS)).isoformat()
+    return ((today or datetime.now(UTC).date()) - timedelta(days=RECENT_DAYS)).isoformat()
 
 
 def configured_start(environ: Mapping[str, str] | None = None) -> str:
