@@ -90,8 +90,8 @@ class Settings(BaseModel):
     #: ...and fewer records once the first of them has waited this long (seconds).
     lag_max_wait_s: float = Field(default=300.0, gt=0, le=86_400, allow_inf_nan=False)
     #: First daily partition of silver and gold (the Dagster UI counts missing days from here). Unset:
-    #: a week before today, or the first day silver holds if earlier (``assets.partitions.default_start``),
-    #: so the UI does not list months of days without data.
+    #: the day before the first day silver holds, on an empty lake 5 days before today
+    #: (``assets.partitions.default_start``), so the UI lists no days before the data.
     partitions_start: date | None = None
     #: The pipeline the lake is built from: a folder holding ``pipeline.yaml`` (docs/pipelines.md).
     #: Default: the demo's, ``pipelines/demo``.
