@@ -7,14 +7,16 @@ started because PySpark's own failure ("Java gateway process exited") does not s
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
 import subprocess
 import sys
+import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 from assets.spark.delta_jars import DELTA_SESSION_CONF, NATIVE_DELTA_CONF
 from assets.spark.errors import JavaNotFoundError, JavaVersionError, SparkSetupError
@@ -53,6 +55,43 @@ def _java_executable() -> str:
             "or set JAVA_HOME."
         )
     return found
+
+
+#: What the JVM prints at start-up for Spark 4's ``--add-modules=jdk.incubator.vector`` (its launcher
+#: always adds it; no JVM flag silences the module system's warning).
+INCUBATOR_WARNING = b"WARNING: Using incubator modules: jdk.incubator.vector"
+
+
+def _forward_stderr(pipe: IO[bytes]) -> None:
+    """Copy the JVM's stderr to ours line by line, without the incubator warning (to file descriptor 2,
+    wherever it points at the time: a silenced demo silences the JVM too)."""
+    for line in iter(pipe.readline, b""):
+        if line.rstrip(b"\r\n") != INCUBATOR_WARNING:
+            with contextlib.suppress(OSError):
+                os.write(2, line)
+
+
+def _launch_gateway_without_incubator_warning(conf: Mapping[str, str]) -> None:
+    """Start PySpark's JVM ourselves, its stderr through ``_forward_stderr``, so the first line a user
+    saw from every Spark start (the demo, `streamhouse check`) was not a JVM warning about a module
+    Spark chose. A gateway that runs already (a session was built before, or ``PYSPARK_GATEWAY_PORT``
+    names one) is left as it is; ``getOrCreate()`` then starts the SparkContext on this gateway."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is not None or "PYSPARK_GATEWAY_PORT" in os.environ:
+        return
+    spark_conf = SparkConf(loadDefaults=False)
+    for key, value in conf.items():
+        spark_conf.set(key, value)
+    popen_kwargs: dict[str, object] = {"stderr": subprocess.PIPE}
+    gateway = launch_gateway(spark_conf, popen_kwargs=popen_kwargs)
+    process = gateway.proc
+    if process is not None and process.stderr is not None:
+        threading.Thread(
+            target=_forward_stderr, args=(process.stderr,), name="spark-jvm-stderr", daemon=True
+        ).start()
+    SparkContext._ensure_initialized(gateway=gateway)
 
 
 def parse_java_major(version_output: str) -> int | None:
@@ -176,6 +215,7 @@ def build_spark_session(
     builder = SparkSession.builder.master(master).appName(app_name)
     for key, value in conf.items():
         builder = builder.config(key, value)
+    _launch_gateway_without_incubator_warning({"spark.master": master, "spark.app.name": app_name, **conf})
     spark = builder.getOrCreate()
     # getOrCreate() returns an existing session untouched for static confs; apply runtime ones anyway.
     for key in ("spark.sql.session.timeZone", "spark.sql.parquet.outputTimestampType"):

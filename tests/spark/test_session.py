@@ -82,3 +82,25 @@ def test_python_workers_run_this_interpreter(spark) -> None:
         return worker_sys.executable
 
     assert set(spark.sparkContext.parallelize([1, 2], 2).map(executable).collect()) == {sys.executable}
+
+
+@pytest.mark.spark
+def test_a_new_session_prints_no_jvm_incubator_warning_and_keeps_the_jvms_other_output() -> None:
+    """Issue 46 item 7: every Spark start (the demo's first lines) printed `WARNING: Using incubator
+    modules: jdk.incubator.vector`, from the `--add-modules` Spark's launcher always passes. A fresh
+    process, as a user's: the warning is gone and what else the JVM writes to stderr still arrives."""
+    import subprocess
+
+    script = (
+        "from assets.spark.session import build_spark_session\n"
+        "spark = build_spark_session('local[1]')\n"
+        "assert spark.range(3).count() == 3\n"
+        "spark._jvm.java.lang.System.err.println('jvm-stderr-marker')\n"
+        "spark._jvm.java.lang.System.err.flush()\n"
+        "spark.stop()\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "jvm-stderr-marker" in done.stderr
+    assert "incubator" not in done.stderr + done.stdout
