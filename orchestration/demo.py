@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from edge.errors import StreamhouseError
-from orchestration.demo_edge_runs import run_edge_revenue, run_edge_sessions, wait_caught_up
+from orchestration.demo_edge_runs import EdgeSessions, run_edge_revenue, run_edge_sessions, wait_caught_up
 from orchestration.demo_edge_vs_gold import compare_edge_with_gold, gold_revenue, gold_sessions
 from orchestration.demo_kafka import KafkaUse, use_kafka
 from orchestration.demo_offsets import count_records, group_offsets, read_to_end, stale_topics
@@ -59,6 +59,7 @@ __all__ = [
     "LAYERS",
     "DemoError",
     "DemoSummary",
+    "EdgeSessions",
     "KafkaUse",
     "RunProgress",
     "TableRows",
@@ -150,9 +151,9 @@ def run_demo(
                 "recorded": f"the recorded local {kafka.kind} broker (reused)",
                 "started": f"a local {kafka.kind} broker, started and recorded (left running)",
             }[kafka.origin]
-            summary.add(
-                "Kafka", f"{broker} at {client.bootstrap_servers}, topics {topic_prefix or '(no prefix)'}*"
-            )
+            # The topics' names only when they carry a prefix (tests); `topics (no prefix)*` was noise.
+            prefixed = f", topics {topic_prefix}*" if topic_prefix else ""
+            summary.add("Kafka", f"{broker} at {client.bootstrap_servers}{prefixed}")
             with step("checking the lake against the topics"):
                 stale = stale_topics(settings, client, topic_prefix)
             if stale and not reset:

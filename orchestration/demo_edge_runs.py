@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import time
 import urllib.request
+from dataclasses import dataclass
 from typing import Any
 
 from edge.kafka import KafkaClientConfig
@@ -89,11 +90,34 @@ def run_edge_revenue(
     return revenue
 
 
+@dataclass(frozen=True)
+class EdgeSessions:
+    """What the ``sessions`` edge app holds after a demo run, and what it dropped on the way."""
+
+    #: every session in its store: (user, start ms, end ms, clicks, pages)
+    sessions: set[tuple[str, int, int, int, int]]
+    #: clicks this run dropped as late: their session had closed (more than the gap plus the grace
+    #: behind the newest click of their partition), counted in Kafka's dropped-records metric
+    late: int
+    #: records this run could not decode (dropped too, and silver quarantines them)
+    undecodable: int
+
+
+def late_clicks(app: Any) -> tuple[int, int]:
+    """(late, undecodable) records of this run: the tasks' dropped-records (Kafka's metric counts both
+    a record for a closed window and one skipped by the deserialization handler) less the
+    deserialization errors. The sessions app has keyed clicks only, so no drop is for a null key."""
+    tasks = app.stores.dropped_records() if app.stores is not None else []
+    dropped = sum(n for _task, n in tasks)
+    undecodable = int(app.stats.errors.get("deserialization_errors", 0))
+    return max(0, dropped - undecodable), undecodable
+
+
 def run_edge_sessions(
     settings: Settings, client: KafkaClientConfig, prefix: str, summary: DemoSummary
-) -> set[tuple[str, int, int, int, int]]:
+) -> EdgeSessions:
     """The ``sessions`` edge app over the clicks until caught up; its sessions (user, start, end,
-    clicks, pages) from the session store over HTTP."""
+    clicks, pages) from the session store over HTTP, and the clicks it dropped as late."""
     from assets.edge_apps import edge_app
     from assets.sample_data import CLICKS
     from edge.kafka import TopicSpec, create_topics
@@ -117,6 +141,7 @@ def run_edge_sessions(
             )
             for e in _store_entries(app, STORE)
         }
+        late, undecodable = late_clicks(app)
     finally:
         app.close(30)
     final = count_records(client, output)
@@ -124,6 +149,7 @@ def run_edge_sessions(
         "Edge app sessions",
         f"examples.click_sessions (application.id {application_id}) read {expected:,} new clicks in "
         f"{time.perf_counter() - started:.1f}s: {len(sessions):,} sessions in store {STORE!r}, "
-        f"{final:,} final results in {output} (closed windows; the latest are still open)",
+        f"{final:,} final results in {output} (closed windows; the latest are still open)"
+        + (f"; {late:,} clicks dropped as late (their session had closed)" if late else ""),
     )
-    return sessions
+    return EdgeSessions(sessions, late, undecodable)

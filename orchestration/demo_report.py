@@ -37,15 +37,33 @@ class TableRows:
         return f"version {self.version}, {self.run_rows:,} rows this run, {total} in the table"
 
 
+#: The marks of a summary row: a step that did what it says, and one that did not (a comparison that
+#: could not be made): a warning must never look like a pass.
+PASS_MARK, WARN_MARK = "✓", "!"
+
+
 @dataclass
 class DemoSummary:
     rows: list[tuple[str, str]] = field(default_factory=list)
     #: the lake's tables, this run's rows and the totals (printed as their own table)
     tables: list[TableRows] = field(default_factory=list)
+    #: steps whose row is a warning (printed with ``WARN_MARK`` in yellow, in the table too)
+    warnings: list[str] = field(default_factory=list)
 
     def add(self, step: str, result: str) -> None:
         self.rows.append((step, result))
-        console.print(f"[green]✓[/green] {step}: {result}")
+        console.print(f"[green]{PASS_MARK}[/green] {step}: {result}")
+
+    def warn(self, step: str, result: str) -> None:
+        """A row that is not a pass (e.g. a comparison not made): marked ``!`` in yellow, and in the
+        summary table with the same mark, so it cannot be read as one of the ✓ steps."""
+        self.rows.append((step, result))
+        self.warnings.append(step)
+        console.print(f"[bold yellow]{WARN_MARK}[/bold yellow] [yellow]{step}[/yellow]: {result}")
+
+    def mark(self, step: str) -> str:
+        """The mark of ``step``'s row: ``WARN_MARK`` for a warning, ``PASS_MARK`` otherwise."""
+        return WARN_MARK if step in self.warnings else PASS_MARK
 
     def add_tables(self, tables: list[TableRows]) -> None:
         """The tables' rows, also as summary rows (``dict(summary.rows)["silver/orders"]``), not printed
@@ -103,7 +121,11 @@ def print_summary(summary: DemoSummary, settings: Settings, where: object, kafka
     table.add_column("result")
     in_tables = {t.name for t in summary.tables}
     for name, result in summary.rows:
-        if name not in in_tables:
+        if name in in_tables:
+            continue
+        if name in summary.warnings:
+            table.add_row(f"{WARN_MARK} {name}", result, style="yellow")
+        else:
             table.add_row(name, result)
     console.print(table)
     if summary.tables:
