@@ -13,6 +13,28 @@ has closed (30 minutes without a click, plus a grace period for late clicks) its
 
 Each session keeps the ids of its clicks, so a click sent twice (a producer retry) counts once, as
 silver deduplicates by event id: the sessions then equal the gold table ``click_sessions``.
+
+**Why the result does not depend on timing.** A session closes by stream time: the newest click its task
+has seen. A click more than the gap plus the grace behind it finds its session closed and is dropped
+(logged as "Skipping record for expired window", counted in ``dropped-records``) while gold keeps it.
+So the sessions equal gold's whatever the machine's load, as long as each task's clicks arrive in
+event-time order up to the grace; what this app and its producers do for that, as your own app would:
+
+* the clicks topic is **keyed by user**, so ``group_by_key`` needs no repartition topic: each task reads
+  one input partition in offset order, and how the four partitions' records interleave (which depends
+  on timing) changes nothing. Re-keying here (``group_by``, ``select_key``) would merge the partitions
+  in a repartition topic in whatever order their tasks ran, and the grace would then have to cover the
+  whole backlog (hours to days of event time when catching up);
+* the **producer is idempotent** (``enable.idempotence=true``; librdkafka's default is false): otherwise
+  a retried batch can land after newer ones and the partition is no longer in event-time order (the
+  demo's sample producers, ``assets.sample_data``, set it);
+* the **grace (1 h)** covers the disorder left: a retry's duplicate arrives minutes after its original.
+  Malformed clicks are filtered before the aggregation, so one carrying a far-off timestamp does not
+  move the session's stream time. ``max.task.idle.ms`` does not apply: a task reads a single partition.
+
+Clicks produced after newer ones of the same users (``streamhouse generate`` writing yesterday's clicks,
+then a demo run producing three days again) are late by days: the app drops them, and the demo says
+so rather than comparing (docs/demo.md).
 """
 
 from __future__ import annotations
