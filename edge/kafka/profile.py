@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from edge.kafka.client_log import CLIENT_LOG
+
 
 class BrokerProfile(StrEnum):
     EMBEDDED = "embedded"
@@ -59,7 +61,9 @@ class KafkaClientConfig:
     admin_extra: Mapping[str, Any] = field(default_factory=dict)
 
     def common(self) -> dict[str, Any]:
-        return {"bootstrap.servers": self.bootstrap_servers, **self.extra}
+        # librdkafka's lines through Python's logging (edge.kafka.client_log), not raw on stderr; a
+        # ``logger`` in ``extra`` (the edge runtime's connection log) wins.
+        return {"bootstrap.servers": self.bootstrap_servers, "logger": CLIENT_LOG, **self.extra}
 
     def admin(self, **overrides: Any) -> dict[str, Any]:
         return {**self.common(), **self.admin_extra, **overrides}
