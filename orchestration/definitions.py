@@ -63,6 +63,20 @@ def check_partitions_start(settings: Settings) -> None:
         )
 
 
+def check_pipeline_setting(settings: Settings) -> None:
+    """The assets were built when their modules were imported, from the pipeline ``STREAMHOUSE_PIPELINE``
+    or streamhouse.yaml names; settings made another way must not name a different one."""
+    from assets.pipeline.active import DEFAULT_PIPELINE, pipeline_folder
+    from edge.home import resolve_path
+
+    wanted = resolve_path(settings.pipeline) if settings.pipeline is not None else DEFAULT_PIPELINE
+    if wanted != pipeline_folder():
+        raise SettingsError(
+            f"pipeline is {wanted} but the assets were built from {pipeline_folder()} "
+            "(set STREAMHOUSE_PIPELINE before the definitions are imported)"
+        )
+
+
 def executor_for(settings: Settings) -> ExecutorDefinition:
     """The executor of every job (``dagster_executor``): runs from the UI, sensors and schedules.
 
@@ -76,6 +90,7 @@ def executor_for(settings: Settings) -> ExecutorDefinition:
 def build_definitions(settings: Settings, **resource_overrides: Any) -> Definitions:
     """Definitions with resources from ``settings`` (overrides: bootstrap_servers, topic_prefix, spark)."""
     check_partitions_start(settings)
+    check_pipeline_setting(settings)
     return Definitions(
         executor=executor_for(settings),
         assets=ALL_ASSETS,

@@ -17,6 +17,8 @@ from dagster import AssetSelection, Failure, Field, define_asset_job, job, op
 from assets.edge_apps.registry import EDGE_APPS
 from assets.kafka.assets import KAFKA_TOPICS
 from assets.kafka.keys import edge_app_key, topic_key
+from assets.silver.keys import quarantine_key, silver_key
+from assets.silver.transform import SPECS
 from orchestration.replay.job import replay_job
 
 INGEST_JOB = "ingest_job"
@@ -24,23 +26,27 @@ DAILY_JOB = "daily_job"
 MAINTENANCE_JOB = "maintenance_job"
 OBSERVE_JOB = "observe_job"
 
+
+def _silver_pairs(partitioned: bool) -> AssetSelection:
+    """Silver tables and their quarantine: the daily (event) ones, or those rebuilt whole."""
+    keys = [
+        k
+        for name, spec in SPECS.items()
+        if (spec.time_col is not None) == partitioned
+        for k in (silver_key(name), quarantine_key(name))
+    ]
+    return AssetSelection.assets(*keys)
+
+
 ingest_job = define_asset_job(
     INGEST_JOB,
-    selection=AssetSelection.groups("bronze")
-    | AssetSelection.assets(["silver", "customers"], ["silver", "products"])
-    | AssetSelection.assets(["quarantine", "customers_quarantine"], ["quarantine", "products_quarantine"]),
+    selection=AssetSelection.groups("bronze") | _silver_pairs(partitioned=False),
     description="Kafka → bronze (exactly once) for every topic, then the silver dimension tables.",
 )
 
 daily_job = define_asset_job(
     DAILY_JOB,
-    selection=AssetSelection.assets(
-        ["silver", "orders"],
-        ["quarantine", "orders_quarantine"],
-        ["silver", "clicks"],
-        ["quarantine", "clicks_quarantine"],
-    )
-    | AssetSelection.groups("gold"),
+    selection=_silver_pairs(partitioned=True) | AssetSelection.groups("gold"),
     # Daily partitions come from the selected assets (``partitions_def`` here is deprecated: a warning on
     # every load of the code location).
     description="Silver events and gold tables for the selected day(s); replaces those partitions.",

@@ -94,8 +94,8 @@ class Settings(BaseModel):
     #: (``assets.partitions.default_start``), so the UI lists no days before the data.
     partitions_start: date | None = None
     #: The pipeline the lake is built from: a folder holding ``pipeline.yaml`` (docs/pipelines.md).
-    #: Default: the demo's, ``pipelines/demo``.
-    pipeline: Path = Path("pipelines/demo")
+    #: Unset: the demo's, ``pipelines/demo`` beside the code.
+    pipeline: Path | None = None
     #: Why ``broker_kind`` fell back to tansu although unset (Apache Kafka is not installed), else None.
     _broker_kind_fallback: str | None = PrivateAttr(default=None)
 
@@ -149,7 +149,7 @@ class Settings(BaseModel):
         updates = {
             name: (base / getattr(self, name)).resolve()
             for name in ("lake_root", "state_dir", "dagster_home", "pipeline")
-            if not getattr(self, name).is_absolute()
+            if getattr(self, name) is not None and not getattr(self, name).is_absolute()
         }
         if self.delta_jars_available is None:
             updates["delta_jars_available"] = bool(delta_jars(updates.get("state_dir", self.state_dir)))

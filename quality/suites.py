@@ -567,7 +567,8 @@ def _gold() -> list[Suite]:
 def _all() -> dict[str, Suite]:
     suites = [_bronze(t) for t in active_pipeline().sources]
     suites += [_silver(t) for t in SPECS]
-    suites += _gold()
+    # The demo's reconciliations of its gold tables (kept while they are not yet declared checks).
+    suites += [s for s in _gold() if s.name in active_pipeline().gold_tables]
     return {s.table: s for s in suites}
 
 

@@ -1,4 +1,7 @@
-"""Gold assets: windowed aggregates and the as-of enriched orders, daily partitions, with plots.
+"""Gold assets: one per declared gold table (``gold_tables`` of pipeline.yaml), daily partitions, plots.
+
+What a table computes is ``assets.gold.declared``'s (windows in ``assets.gold.windows``); this module
+is what every table shares.
 
 Every run reads its silver inputs pinned at one version, recomputes the requested days whose input
 partitions changed since they were last built (``assets.gold.freshness``; all of them with
@@ -27,7 +30,7 @@ from pydantic import Field
 
 from assets import contract, plots
 from assets.automation import DAILY_AUTOMATION
-from assets.gold import transforms as T
+from assets.gold.declared import GoldTable, InputTable, gold_table
 from assets.gold.freshness import GoldInput, GoldPlan, plan_gold
 from assets.lineage import (
     commit_lineage,
@@ -38,22 +41,18 @@ from assets.lineage import (
 )
 from assets.owners import OWNERS
 from assets.partitions import BACKFILL_POLICY, DAILY, to_date
+from assets.pipeline.active import active_pipeline
+from assets.pipeline.model import Chart
 from assets.resources import LakeResource
-from assets.sample_data import CLICKS, CUSTOMERS, ORDERS, PRODUCTS
-from assets.silver.assets import MissingInputError, silver_key
+from assets.silver.assets import MissingInputError
 
-TUMBLING = "revenue_tumbling_5m"
-HOPPING = "revenue_hopping_10m"
-SESSIONS = "click_sessions"
-ENRICHED = "orders_enriched"
-GOLD_TABLES = [TUMBLING, HOPPING, SESSIONS, ENRICHED]
-#: Partition column of each gold table.
-GOLD_PARTITION = {
-    TUMBLING: "window_date",
-    HOPPING: "window_date",
-    SESSIONS: "session_date",
-    ENRICHED: "event_date",
+#: The configured pipeline's gold tables, as declared.
+GOLD_BUILDS: dict[str, GoldTable] = {
+    name: gold_table(active_pipeline(), name) for name in active_pipeline().gold_tables
 }
+GOLD_TABLES = list(GOLD_BUILDS)
+#: Partition column of each gold table.
+GOLD_PARTITION = {name: build.partition for name, build in GOLD_BUILDS.items()}
 
 
 #: Fetches the given columns of the written rows as an Arrow table (from the Arrow result or the cache).
@@ -77,16 +76,17 @@ class GoldConfig(Config):
     )
 
 
-def _input(lake: LakeResource, topic: str, before: int = 0, after: int = 0) -> GoldInput:
-    """``silver/<topic>`` pinned at its current version; event tables are read by day."""
+def _input(lake: LakeResource, table: InputTable) -> GoldInput:
+    """An input table pinned at its current version; event tables are read by day."""
     from assets.lineage import pinned_version
 
-    uri = lake.table_uri("silver", topic)
+    uri = lake.table_uri(table.layer, table.name)
     version = pinned_version(uri)
     if version is None:
-        raise MissingInputError(f"silver table {uri} does not exist yet: materialize silver/{topic} first")
-    column = "event_date" if topic in (ORDERS, CLICKS) else None
-    return GoldInput(f"silver/{topic}", uri, version, column, before, after)
+        raise MissingInputError(
+            f"{table.layer} table {uri} does not exist yet: materialize {table.path} first"
+        )
+    return GoldInput(table.path, uri, version, table.column, table.before, table.after)
 
 
 def _read(spark: Any, inp: GoldInput, days: list[date]) -> Any:
@@ -109,16 +109,16 @@ def _unchanged(
 
 
 def _no_silver(
-    context: AssetExecutionContext, lake: LakeResource, name: str, topic: str
+    context: AssetExecutionContext, lake: LakeResource, name: str, table: InputTable
 ) -> MaterializeResult | None:
-    """A run whose silver event table was never written (its days had no input data): nothing to do."""
+    """A run whose first (event) input was never written (its days had no input data): nothing to do."""
     from assets.lineage import pinned_version
 
-    if pinned_version(lake.table_uri("silver", topic)) is not None:
+    if pinned_version(lake.table_uri(table.layer, table.name)) is not None:
         return None
     keys = context.partition_keys
     days = ", ".join(keys) if len(keys) <= 3 else f"{keys[0]}..{keys[-1]}"
-    context.log.info(f"gold/{name}: silver/{topic} has no data yet, no input data for {days}")
+    context.log.info(f"gold/{name}: {table.path} has no data yet, no input data for {days}")
     return MaterializeResult(
         metadata={
             "table_uri": MetadataValue.path(lake.table_uri("gold", name)),
@@ -148,7 +148,7 @@ def _materialize(
     pyspark: PySparkResource,
     name: str,
     inputs: list[GoldInput],
-    compute: Callable[[list[Any], list[date]], Any],
+    compute: Callable[[dict[str, Any], list[date]], Any],
     plot: Callable[[Fetch], plots.Plot | None],
 ) -> MaterializeResult:
     """Recompute the requested days whose inputs changed (``assets.gold.freshness``) and replace them."""
@@ -170,7 +170,7 @@ def _materialize(
         context.log.info(f"gold/{name}: no input data for {days}; nothing written")
         return _unchanged(lake, name, plan, versions, skipped=f"no input data for {days}")
     spark = pyspark.spark_session
-    df = compute([_read(spark, inp, plan.stale) for inp in inputs], plan.stale)
+    df = compute({inp.name.split("/", 1)[1]: _read(spark, inp, plan.stale) for inp in inputs}, plan.stale)
     return _write_gold(context, lake, name, df, plan, versions, plot)
 
 
@@ -261,147 +261,73 @@ def _series(
     return out
 
 
-def _tumbling_plot(fetch: Fetch) -> plots.Plot:
-    series = _series(
-        fetch(["product_id", "window_start", "revenue"]), "window_start", "revenue", "product_id"
-    )
-    return plots.line_plot(series, "Revenue per 5 min (top products)", "revenue")
-
-
-def _hopping_plot(fetch: Fetch) -> plots.Plot:
-    series = _series(fetch(["window_start", "revenue"]), "window_start", "revenue")
-    return plots.line_plot(series, "Revenue, 10-min windows every minute", "revenue")
-
-
-def _sessions_plot(fetch: Fetch) -> plots.Plot:
-    seconds = fetch(["duration_s"]).column("duration_s").to_pylist()[:200_000]
-    return plots.histogram([s / 60 for s in seconds], "Session length", "minutes")
-
-
-def _enriched_plot(fetch: Fetch) -> plots.Plot:
-    import pyarrow.compute as pc
-
-    table = fetch(["segment", "amount"])
-    segments = pc.fill_null(table["segment"], "(no profile)")
-    agg = table.set_column(0, "segment", segments).group_by("segment").aggregate([("amount", "sum")])
-    totals = dict(zip(agg["segment"].to_pylist(), agg["amount_sum"].to_pylist(), strict=True))
-    return plots.bar_plot(
-        {k: float(totals[k] or 0) for k in sorted(totals)},
-        "Revenue by segment",
-        "revenue",
+def chart_plot(chart: Chart | None, table: str) -> Callable[[Fetch], plots.Plot | None]:
+    """The declared chart of a gold table, drawn from the rows a run wrote."""
+    if chart is None:
+        return lambda _fetch: None
+    title = chart.title or (
+        f"{table}: {chart.x}" if chart.kind == "histogram" else f"{table}: {chart.y} by {chart.x}"
     )
 
+    def draw(fetch: Fetch) -> plots.Plot:
+        if chart.kind == "histogram":
+            values = fetch([chart.x]).column(chart.x).to_pylist()[:200_000]
+            return plots.histogram([float(v) for v in values if v is not None], title, chart.x)
+        y = chart.y or ""
+        if chart.kind == "bar":
+            import pyarrow.compute as pc
 
-def _deps(topic: str, before: int = 0, after: int = 0) -> AssetDep:
+            rows = fetch([chart.x, y])
+            labels = pc.cast(pc.fill_null(pc.cast(rows[chart.x], "string"), "(none)"), "string")
+            agg = rows.set_column(0, chart.x, labels).group_by(chart.x).aggregate([(y, "sum")])
+            totals = dict(zip(agg[chart.x].to_pylist(), agg[f"{y}_sum"].to_pylist(), strict=True))
+            return plots.bar_plot({k: float(totals[k] or 0) for k in sorted(totals)}, title, y)
+        columns = [chart.x, y, *([chart.series] if chart.series else [])]
+        return plots.line_plot(_series(fetch(columns), chart.x, y, chart.series), title, y)
+
+    return draw
+
+
+def _deps(table: InputTable) -> AssetDep:
+    key = AssetKey([table.layer, table.name])
+    if table.column is None:
+        return AssetDep(key)
     return AssetDep(
-        silver_key(topic),
+        key,
         partition_mapping=TimeWindowPartitionMapping(
-            start_offset=-before, end_offset=after, allow_nonexistent_upstream_partitions=True
+            start_offset=-table.before, end_offset=table.after, allow_nonexistent_upstream_partitions=True
         ),
     )
 
 
-def _gold(name: str, deps: list[Any], description: str):
-    return asset(
-        key=gold_key(name),
-        deps=deps,
+def build_gold_asset(build: GoldTable) -> AssetsDefinition:
+    """The daily asset of one declared gold table: recompute the days whose inputs changed."""
+    declared = active_pipeline().gold_tables[build.name]
+    plot = chart_plot(declared.chart, build.name)
+    first = build.inputs[0]
+
+    @asset(
+        key=gold_key(build.name),
+        deps=[_deps(t) for t in build.inputs],
         partitions_def=DAILY,
         backfill_policy=BACKFILL_POLICY,
         group_name="gold",
         kinds={"spark", "delta"},
-        owners=OWNERS,
+        owners=declared.owners or OWNERS,
         automation_condition=DAILY_AUTOMATION,
-        description=contract.description(f"gold.{name}", description),
+        description=contract.description(
+            f"gold.{build.name}", declared.description or f"Gold table {build.name}."
+        ),
     )
+    def _gold(
+        context: AssetExecutionContext, config: GoldConfig, lake: LakeResource, pyspark: PySparkResource
+    ) -> MaterializeResult:
+        if (skipped := _no_silver(context, lake, build.name, first)) is not None:
+            return skipped
+        inputs = [_input(lake, t) for t in build.inputs]
+        return _materialize(context, config, lake, pyspark, build.name, inputs, build.compute, plot)
+
+    return _gold
 
 
-@_gold(TUMBLING, [_deps(ORDERS)], "Revenue, orders and units per product per 5-minute tumbling window.")
-def revenue_tumbling_5m(
-    context: AssetExecutionContext, config: GoldConfig, lake: LakeResource, pyspark: PySparkResource
-) -> MaterializeResult:
-    if (skipped := _no_silver(context, lake, TUMBLING, ORDERS)) is not None:
-        return skipped
-    return _materialize(
-        context,
-        config,
-        lake,
-        pyspark,
-        TUMBLING,
-        [_input(lake, ORDERS)],
-        lambda frames, days: T.revenue_tumbling(frames[0], days),
-        _tumbling_plot,
-    )
-
-
-@_gold(
-    HOPPING,
-    [_deps(ORDERS, after=1)],
-    "Revenue, orders and distinct customers per 10-minute window advancing by 1 minute.",
-)
-def revenue_hopping_10m(
-    context: AssetExecutionContext, config: GoldConfig, lake: LakeResource, pyspark: PySparkResource
-) -> MaterializeResult:
-    if (skipped := _no_silver(context, lake, HOPPING, ORDERS)) is not None:
-        return skipped
-    return _materialize(
-        context,
-        config,
-        lake,
-        pyspark,
-        HOPPING,
-        [_input(lake, ORDERS, after=1)],
-        lambda frames, days: T.revenue_hopping(frames[0], days),
-        _hopping_plot,
-    )
-
-
-@_gold(
-    SESSIONS,
-    [_deps(CLICKS, before=1, after=1)],
-    "User sessions: clicks at most 30 minutes apart (Kafka Streams' inclusive gap), by session start date.",
-)
-def click_sessions(
-    context: AssetExecutionContext, config: GoldConfig, lake: LakeResource, pyspark: PySparkResource
-) -> MaterializeResult:
-    if (skipped := _no_silver(context, lake, SESSIONS, CLICKS)) is not None:
-        return skipped
-    return _materialize(
-        context,
-        config,
-        lake,
-        pyspark,
-        SESSIONS,
-        [_input(lake, CLICKS, before=1, after=1)],
-        lambda frames, days: T.click_sessions(frames[0], days),
-        _sessions_plot,
-    )
-
-
-@_gold(
-    ENRICHED,
-    [_deps(ORDERS), AssetDep(silver_key(CUSTOMERS)), AssetDep(silver_key(PRODUCTS))],
-    "Orders joined with the customer profile valid at order time and the product.",
-)
-def orders_enriched(
-    context: AssetExecutionContext, config: GoldConfig, lake: LakeResource, pyspark: PySparkResource
-) -> MaterializeResult:
-    if (skipped := _no_silver(context, lake, ENRICHED, ORDERS)) is not None:
-        return skipped
-    return _materialize(
-        context,
-        config,
-        lake,
-        pyspark,
-        ENRICHED,
-        [_input(lake, ORDERS), _input(lake, CUSTOMERS), _input(lake, PRODUCTS)],
-        lambda frames, days: T.enriched_orders(*frames),
-        _enriched_plot,
-    )
-
-
-GOLD_ASSETS: list[AssetsDefinition] = [
-    revenue_tumbling_5m,
-    revenue_hopping_10m,
-    click_sessions,
-    orders_enriched,
-]
+GOLD_ASSETS: list[AssetsDefinition] = [build_gold_asset(build) for build in GOLD_BUILDS.values()]

@@ -221,18 +221,23 @@ class ChangeTable(_SilverTable):
 
 
 class Chart(Model):
-    """The plot attached to each materialization."""
+    """The plot attached to each materialization: ``line`` (y summed per x, one line per ``series``
+    value, the five largest), ``bar`` (y summed per x) or ``histogram`` (the distribution of x)."""
 
+    kind: Literal["line", "bar", "histogram"] = "line"
     x: str
-    y: str
+    y: str | None = Field(default=None, description="required for line and bar charts")
     series: str | None = None
-    kind: Literal["line", "bar"] = "line"
+    title: str | None = None
 
 
 class _Gold(Model):
     description: str = ""
     owners: list[str] = Field(default_factory=list)
     chart: Chart | None = None
+    column_order: list[str] = Field(
+        default_factory=list, description="the table's columns in this order (default: as computed)"
+    )
 
 
 class Window(Model):
@@ -327,7 +332,7 @@ class Join(_Gold):
 class SqlTable(_Gold):
     kind: Literal["sql"]
     query: str = Field(description="Spark SQL over declared tables, named `silver.<t>` or `gold.<t>`")
-    partition_by: str | None = Field(default=None, description="a date column the table is partitioned by")
+    partition_by: str = Field(description="the date column the table is partitioned by (daily)")
     lookback: Duration = Field(default=0, description="how many days before a changed day it also rebuilds")
 
 
@@ -335,8 +340,8 @@ class PythonTable(_Gold):
     kind: Literal["python"]
     function: str = Field(description="`module:function` taking the input DataFrames by name, returning one")
     inputs: list[str] = Field(min_length=1)
-    partition_by: str | None = None
-    lookback: Duration = 0
+    partition_by: str = Field(description="the date column the table is partitioned by (daily)")
+    lookback: Duration = Field(default=0, description="how many days before a changed day it also reads")
 
 
 GoldTable = Annotated[

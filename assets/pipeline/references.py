@@ -38,28 +38,36 @@ from assets.pipeline.yaml_source import Problem, YamlSource
 SCD2_COLUMNS = ("valid_from", "valid_to")
 
 
-def table_columns(pipeline: Pipeline, name: str) -> list[str] | None:
-    """The columns of a declared table, or None where only running it tells (SQL and Python tables)."""
+def table_columns(pipeline: Pipeline, name: str, ordered: bool = True) -> list[str] | None:
+    """The columns of a declared table (in ``column_order`` unless not ``ordered``), or None where only
+    running it tells (SQL and Python tables, unless their ``column_order`` says)."""
+    gold = pipeline.gold_tables.get(name)
+    if ordered and gold is not None and gold.column_order:
+        return list(gold.column_order)
     if name in pipeline.event_tables:
         t = pipeline.event_tables[name]
         return [*t.fields, *(["event_date"] if t.event_time else [])]
     if name in pipeline.change_tables:
         c = pipeline.change_tables[name]
         return [*c.fields, *(SCD2_COLUMNS if c.scd_type == 2 else ())]
-    gold = pipeline.gold_tables.get(name)
     if isinstance(gold, WindowAggregate):
-        bounds = (
-            ["session_start", "session_end"]
-            if gold.window.type == "session"
-            else ["window_start", "window_end"]
-        )
-        return [*gold.group_by, *bounds, *gold.aggregates, *gold.columns, f"{bounds[0].split('_')[0]}_date"]
+        session = gold.window.type == "session"
+        bounds = ["session_start", "session_end"] if session else ["window_start", "window_end"]
+        date_col = "session_date" if session else "window_date"
+        return [*bounds, *gold.group_by, *gold.aggregates, *gold.columns, date_col]
     if isinstance(gold, AsOfJoin | Join):
         left = table_columns(pipeline, gold.input) or []
-        right = table_columns(pipeline, gold.with_) or []
-        taken = gold.columns or [c for c in right if c not in gold.on]
-        return [*left, *(c for c in taken if c not in left)]
+        return [*left, *joined_columns(pipeline, gold, left)]
     return None
+
+
+def joined_columns(pipeline: Pipeline, gold: AsOfJoin | Join, left: list[str]) -> list[str]:
+    """The columns a join takes from its ``with`` table: those declared, else every column that is
+    neither a join key nor already on the left."""
+    if gold.columns:
+        return list(gold.columns)
+    right = table_columns(pipeline, gold.with_) or []
+    return [c for c in right if c not in gold.on and c not in left]
 
 
 def check_references(pipeline: Pipeline, source: YamlSource, folder: Path) -> list[Problem]:
@@ -183,7 +191,21 @@ class _References:
             deps[name] = [t for _, t in inputs if t in self.p.gold_tables]
             if good:
                 yield from self._gold_columns(where, name, gold)
+            computed = table_columns(self.p, name, ordered=False)
+            if gold.column_order and computed is not None and sorted(gold.column_order) != sorted(computed):
+                missing = [c for c in computed if c not in gold.column_order]
+                extra = [c for c in gold.column_order if c not in computed]
+                yield self.source.problem(
+                    (*where, "column_order"),
+                    f"{_dotted(where)}.column_order: must list each column of the table once"
+                    + (f"; missing {', '.join(missing)}" if missing else "")
+                    + (f"; not a column: {', '.join(extra)}" if extra else ""),
+                )
             if gold.chart is not None:
+                if gold.chart.kind != "histogram" and gold.chart.y is None:
+                    yield self.source.problem(
+                        (*where, "chart"), f"{_dotted(where)}.chart: a {gold.chart.kind} needs y"
+                    )
                 columns = table_columns(self.p, name)
                 if columns is not None:
                     for axis in ("x", "y", "series"):
@@ -236,6 +258,12 @@ class _References:
                     yield from self._columns((*where, "on"), gold.on, columns, table)
             if right is not None:
                 yield from self._columns((*where, "columns"), gold.columns, right, gold.with_)
+            for column in gold.columns if left is not None else ():
+                if column in left:
+                    yield self.source.problem(
+                        (*where, "columns"),
+                        f"{_dotted(where)}.columns: {column!r} is already a column of {gold.input!r}",
+                    )
 
     def _window(self, where: tuple[str, str], gold: WindowAggregate) -> Iterator[Problem]:
         w = gold.window

@@ -10,7 +10,8 @@ from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
-from assets.gold import transforms as T
+from assets.gold.declared import gold_table
+from assets.pipeline.active import active_pipeline
 from edge import Consumed, Grouped, Materialized, Serdes, SessionWindows, StreamsBuilder, TopologyTestDriver
 
 pytestmark = [pytest.mark.spark]
@@ -32,7 +33,8 @@ def _ms(ts: datetime) -> int:
 def _gold_sessions(spark) -> set[tuple[str, int, int, int]]:
     rows = [(user, f"e{i}", T0 + offset, "/menu") for i, (user, offset) in enumerate(CLICKS)]
     clicks = spark.createDataFrame(rows, "user_id string, event_id string, event_time timestamp, page string")
-    out = T.click_sessions(clicks, [date(2026, 3, 2)]).collect()
+    sessions = gold_table(active_pipeline(), "click_sessions")
+    out = sessions.compute({"clicks": clicks}, [date(2026, 3, 2)]).collect()
     return {
         (
             r.user_id,

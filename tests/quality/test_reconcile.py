@@ -2,7 +2,7 @@
 cross midnight, and the edge's closed windows.
 
 Silver tables are written by hand around one midnight, gold is computed from them by the real gold
-transforms (Spark) and written to Delta, and the suites run in DuckDB as the asset checks run them.
+gold tables (Spark) and written to Delta, and the suites run in DuckDB as the asset checks run them.
 Each reconciliation passes on the consistent tables, for every subset of days, and reports exactly
 the day or window that one perturbation breaks.
 """
@@ -98,7 +98,11 @@ class Lake:
 
 @pytest.fixture(scope="module")
 def lake(spark, tmp_path_factory: pytest.TempPathFactory) -> Lake:
-    from assets.gold import transforms as T
+    from assets.gold.declared import gold_table
+    from assets.pipeline.active import active_pipeline
+
+    def gold(name: str, frames: dict[str, Any]) -> Any:
+        return gold_table(active_pipeline(), name).compute(frames, [D1, D2]).toArrow()
 
     lk = Lake(tmp_path_factory.mktemp("reconcile") / "lake")
     orders, clicks = _orders(), _clicks()
@@ -113,9 +117,9 @@ def lake(spark, tmp_path_factory: pytest.TempPathFactory) -> Lake:
         [tuple(r.values()) for r in clicks],
         "event_id string, user_id string, page string, event_time timestamp, event_date date",
     )
-    _write(lk.uri("gold.revenue_hopping_10m"), T.revenue_hopping(o, [D1, D2]).toArrow(), "window_date")
-    _write(lk.uri("gold.click_sessions"), T.click_sessions(c, [D1, D2]).toArrow(), "session_date")
-    _write(lk.uri("gold.revenue_tumbling_5m"), T.revenue_tumbling(o, [D1, D2]).toArrow(), "window_date")
+    _write(lk.uri("gold.revenue_hopping_10m"), gold("revenue_hopping_10m", {"orders": o}), "window_date")
+    _write(lk.uri("gold.click_sessions"), gold("click_sessions", {"clicks": c}), "session_date")
+    _write(lk.uri("gold.revenue_tumbling_5m"), gold("revenue_tumbling_5m", {"orders": o}), "window_date")
     return lk
 
 
