@@ -60,7 +60,8 @@ def sessions_not_compared(edge: EdgeSessions, gold_clicks: int) -> str:
     held = f"gold/click_sessions holds {gold_clicks:,} clicks, the edge app's sessions {edge_clicks:,}"
     if edge.late:
         return (
-            f"not compared: {held}: the edge app dropped {edge.late:,} clicks as late, more than the "
+            f"not compared: {held}: the edge app dropped {edge.late:,} click{'' if edge.late == 1 else 's'} "
+            "as late, more than the "
             f"{_minutes(GAP)} gap + {_minutes(GRACE)} grace behind a newer click of their partition "
             "(clicks produced after newer ones, e.g. a `streamhouse generate` batch for yesterday "
             "before this run's three days, or a producer without enable.idempotence that reordered "

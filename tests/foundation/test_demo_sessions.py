@@ -210,7 +210,7 @@ def test_sessions_not_compared_say_why_and_are_a_warning(monkeypatch: pytest.Mon
     compare_sessions(summary, edge, gold)
     result = dict(summary.rows)["Sessions, edge vs gold"]
     assert result.startswith("not compared: gold/click_sessions holds 4 clicks, the edge app's sessions 3: ")
-    assert "the edge app dropped 1 clicks as late, more than the 30 min gap + 1 h grace" in result
+    assert "the edge app dropped 1 click as late, more than the 30 min gap + 1 h grace" in result
     assert "ingest outside the demo" not in result
     assert summary.warnings == ["Sessions, edge vs gold"]
     assert summary.mark("Sessions, edge vs gold") == "!"
