@@ -101,19 +101,26 @@ def keys(dates: set[str] | list[str]) -> list[str]:
 def affected_days(event_dates: Mapping[str, list[str] | set[str]]) -> list[str]:
     """Daily partitions to recompute after bronze received events on ``event_dates`` (per topic).
 
-    An event on day D changes silver D, tumbling D, hopping windows starting on D-1 (late evening
-    windows reach into D) and D, and sessions on D-1..D+1 (a late click can join or split sessions
-    across midnight). A customer/product change on day D changes enriched orders from D on, up to the
+    Derived from the configured pipeline (``assets.gold.declared.event_reach``): an event on day D
+    changes its silver day and every gold day that reads D (the demo's: tumbling D, hopping windows
+    starting on D-1, whose evening windows reach into D, and D, sessions on D-1..D+1). A change to a
+    table kept whole (a change table, a dimension) on day D changes the days from D on, up to the
     latest day with new events.
     """
-    events = {d for topic, ds in event_dates.items() if topic in ("orders", "clicks") for d in ds}
-    dims = {d for topic, ds in event_dates.items() if topic in ("customers", "products") for d in ds}
+    from assets.gold.declared import event_reach
+
+    pipeline = active_pipeline()
+    reach = event_reach(pipeline)
+    wholes = set(pipeline.silver_tables()) - set(reach)
+    events = {(d, topic) for topic, ds in event_dates.items() if topic in reach for d in ds}
+    dims = {d for topic, ds in event_dates.items() if topic in wholes for d in ds}
     days: set[str] = set()
-    for d in events:
+    for d, topic in events:
         day = to_date(d)
-        days |= {(day + timedelta(days=i)).isoformat() for i in (-1, 0, 1)}
+        lo, hi = reach[topic]
+        days |= {(day + timedelta(days=i)).isoformat() for i in range(lo, hi + 1)}
     if dims and events:
-        last = max(to_date(d) for d in events)
+        last = max(to_date(d) for d, _ in events)
         first = max(min(to_date(d) for d in dims), to_date(PARTITION_START))
         day = first
         while day <= last:

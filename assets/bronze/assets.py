@@ -19,7 +19,7 @@ from assets import contract
 from assets.bronze.ingest import ingest_topic
 from assets.kafka.keys import topic_key
 from assets.lineage import arrow_table_schema, markdown_preview
-from assets.owners import OWNERS
+from assets.owners import owners_of
 from assets.pipeline.active import active_pipeline
 from assets.resources import KafkaResource, LakeResource
 
@@ -46,7 +46,7 @@ def build_bronze_asset(topic: str) -> AssetsDefinition:
         deps=[topic_key(topic)],
         group_name="bronze",
         kinds={"kafka", "delta"},
-        owners=OWNERS,
+        owners=owners_of(active_pipeline().owners),
         # No table yet (the topic has no records, or does not exist: an edge app never ran): nothing is
         # reported, so the asset is not shown materialized (green) over a table that does not exist,
         # and its checks are skipped instead of "passing" on nothing.

@@ -39,7 +39,7 @@ from assets.lineage import (
     up_to_date_metadata,
     upstream_inputs,
 )
-from assets.owners import OWNERS
+from assets.owners import owners_of
 from assets.partitions import BACKFILL_POLICY, DAILY, to_date
 from assets.pipeline.active import active_pipeline
 from assets.pipeline.model import Chart
@@ -313,7 +313,7 @@ def build_gold_asset(build: GoldTable) -> AssetsDefinition:
         backfill_policy=BACKFILL_POLICY,
         group_name="gold",
         kinds={"spark", "delta"},
-        owners=declared.owners or OWNERS,
+        owners=owners_of(declared.owners, active_pipeline().owners),
         automation_condition=DAILY_AUTOMATION,
         description=contract.description(
             f"gold.{build.name}", declared.description or f"Gold table {build.name}."

@@ -178,3 +178,32 @@ def _sql(pipeline: Pipeline, name: str, table: SqlTable) -> GoldTable:
         return out.select(*table.column_order) if table.column_order else out
 
     return GoldTable(name, inputs, table.partition_by, compute)
+
+
+def event_reach(pipeline: Pipeline) -> dict[str, tuple[int, int]]:
+    """For each daily event table, the days (as offsets from an event's day) whose silver or gold rows
+    an event can change: a gold day reading its input ``before``/``after`` days around it is changed
+    by an event up to ``after`` days later or ``before`` days earlier, through every gold table that
+    reads it, directly or through another gold table. The demo's: an order changes D-1..D+1 (hopping
+    windows of the evening before, sessions either side)."""
+    memo: dict[str, dict[str, tuple[int, int]]] = {}
+
+    def through(name: str) -> dict[str, tuple[int, int]]:
+        if name not in memo:
+            reach: dict[str, tuple[int, int]] = {}
+            for inp in gold_table(pipeline, name).inputs:
+                if inp.column is None:
+                    continue
+                upstream = through(inp.name) if inp.layer == "gold" else {inp.name: (0, 0)}
+                for table, (lo, hi) in upstream.items():
+                    was = reach.get(table, (lo - inp.after, hi + inp.before))
+                    reach[table] = (min(was[0], lo - inp.after), max(was[1], hi + inp.before))
+            memo[name] = reach
+        return memo[name]
+
+    out = {name: (0, 0) for name, table in pipeline.event_tables.items() if table.event_time}
+    for name in pipeline.gold_tables:
+        for table, (lo, hi) in through(name).items():
+            if table in out:
+                out[table] = (min(out[table][0], lo), max(out[table][1], hi))
+    return out

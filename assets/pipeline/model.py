@@ -23,7 +23,6 @@ FieldType = Literal["string", "int", "long", "double", "timestamp"]
 #: warns, ``quarantine`` moves it to ``quarantine.<table>`` with its reason, ``fail`` keeps it and the
 #: blocking check fails so nothing downstream materializes.
 Action = Literal["warn", "quarantine", "fail"]
-RECORD_TIMESTAMP = "record_timestamp"
 NAME_PATTERN = r"^[a-z][a-z0-9_]*$"
 
 _UNITS_MS = {"ms": 1, "s": 1_000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
@@ -77,11 +76,6 @@ class Source(Model):
     )
     value_format: Literal["json"] = Field(
         default="json", description="payload format (json; the Schema Registry formats are not yet supported)"
-    )
-    event_time: str = Field(
-        default=RECORD_TIMESTAMP,
-        description="where a record's event time comes from: `record_timestamp` (the Kafka timestamp, which "
-        "bronze partitions by) or the name of a payload field",
     )
     description: str = ""
 
@@ -198,9 +192,6 @@ class EventTable(_SilverTable):
     key: list[str] = Field(min_length=1, description="columns identifying one event: the dedup key")
     event_time: str | None = Field(
         default=None, description="timestamp field deciding the daily partition; none: not time-partitioned"
-    )
-    lookback: Duration = Field(
-        default=86_400_000, description="how late an event may arrive and still be applied to its day"
     )
 
 

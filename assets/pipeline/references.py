@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from assets.pipeline.model import (
-    RECORD_TIMESTAMP,
     AsOfJoin,
     ChangeTable,
     EventTable,
@@ -95,14 +94,6 @@ class _References:
             yield from self._columns((*where, "keys"), table.keys, table.fields, name)
             if table.sequence_by not in table.fields:
                 yield self._unknown_column((*where, "sequence_by"), table.sequence_by, table.fields, name)
-        for name, src in self.p.sources.items():
-            readers = [t for n, t in self.p.silver_tables().items() if n == name]
-            if src.event_time != RECORD_TIMESTAMP and not any(src.event_time in t.fields for t in readers):
-                yield self.source.problem(
-                    ("sources", name, "event_time"),
-                    f"sources.{name}.event_time: {src.event_time!r} is neither {RECORD_TIMESTAMP!r} nor a "
-                    "field of a table reading this source",
-                )
         yield from self._gold()
         yield from self._functions()
 

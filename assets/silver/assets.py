@@ -30,9 +30,9 @@ from assets import contract
 from assets.automation import DAILY_AUTOMATION
 from assets.bronze.assets import bronze_key
 from assets.delta import AppTransaction
-from assets.lineage import read_partitions
-from assets.owners import OWNERS
+from assets.owners import owners_of
 from assets.partitions import BACKFILL_POLICY, DAILY, to_date
+from assets.pipeline.active import active_pipeline
 from assets.resources import LakeResource
 from assets.silver.keys import quarantine_key, silver_key
 from assets.silver.schema_evolution import SCHEMA_RULES, needs_new_columns, schema_rule
@@ -43,6 +43,7 @@ from assets.silver.watermarks import (
     dimension_watermark_id,
     plan_bronze_read,
     read_plan,
+    read_whole,
     transaction_version,
 )
 from assets.silver.write import WriteTarget, up_to_date, write_pair
@@ -141,7 +142,7 @@ def build_silver_events(topic: str) -> AssetsDefinition:
                 deps=[bronze_key(topic)],
                 group_name="silver",
                 kinds={"spark", "delta"},
-                owners=OWNERS,
+                owners=owners_of(spec.owners, active_pipeline().owners),
                 automation_condition=DAILY_AUTOMATION,
                 description=contract.description(
                     f"silver.{topic}",
@@ -154,7 +155,7 @@ def build_silver_events(topic: str) -> AssetsDefinition:
                 deps=[bronze_key(topic)],
                 group_name="silver",
                 kinds={"spark", "delta"},
-                owners=OWNERS,
+                owners=owners_of(spec.owners, active_pipeline().owners),
                 automation_condition=DAILY_AUTOMATION,
                 description=contract.description(
                     "quarantine.<topic>", f"Rejected `{topic}` records with the reason, by record date."
@@ -222,7 +223,7 @@ def build_silver_dimension(topic: str) -> AssetsDefinition:
                 deps=[bronze_key(topic)],
                 group_name="silver",
                 kinds={"spark", "delta"},
-                owners=OWNERS,
+                owners=owners_of(spec.owners, active_pipeline().owners),
                 description=contract.description(f"silver.{topic}", what),
             ),
             AssetSpec(
@@ -230,7 +231,7 @@ def build_silver_dimension(topic: str) -> AssetsDefinition:
                 deps=[bronze_key(topic)],
                 group_name="silver",
                 kinds={"spark", "delta"},
-                owners=OWNERS,
+                owners=owners_of(spec.owners, active_pipeline().owners),
                 description=contract.description(
                     "quarantine.<topic>", f"Rejected `{topic}` records with the reason."
                 ),
@@ -254,9 +255,12 @@ def build_silver_dimension(topic: str) -> AssetsDefinition:
             yield from up_to_date(lake, topic, bronze_version, None)
             return
         spark = pyspark.spark_session
-        bronze_df = read_partitions(spark, bronze_uri, version=bronze_version)
+        bronze_df, records = read_whole(spark, bronze_uri, bronze_version)
         txns = [] if current else [AppTransaction(app_id, bronze_version)]
-        target = WriteTarget(None, [], txns, {})
+        # A few hundred customer profiles are collected and written through Arrow, as small event
+        # batches are: no Delta write through Spark (issue 46 item 7).
+        small = records is not None and records <= SMALL_BATCH_ROWS
+        target = WriteTarget(None, [], txns, {}, small=small)
         yield from write_pair(spark, spec, lake, bronze_version, bronze_df, rule, target, context.run_id)
 
     return _silver

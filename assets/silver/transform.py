@@ -106,6 +106,7 @@ class SilverSpec:
     #: ``[valid_from, valid_to)``; 0 for an event table
     scd_type: int = 0
     description: str = ""
+    owners: tuple[str, ...] = ()
 
     @property
     def keys(self) -> tuple[str, ...]:
@@ -127,16 +128,16 @@ def silver_spec(name: str, table: EventTable | ChangeTable) -> SilverSpec:
     """A declared table as silver builds it. An event table keeps one row per key (the latest, when it
     has no event time); an SCD2 change table keeps every version (keys + sequence) with its validity,
     an SCD1 one the latest row per key."""
-    declared = declared_expectations(table)
-    fields = dict(table.fields)
+    shared = {
+        "contract": dict(table.fields),
+        "declared": declared_expectations(table),
+        "description": table.description,
+        "owners": tuple(table.owners),
+    }
     if isinstance(table, EventTable):
-        return SilverSpec(
-            name, tuple(table.key), table.event_time, fields, declared, description=table.description
-        )
+        return SilverSpec(name, tuple(table.key), table.event_time, **shared)
     key = (*table.keys, table.sequence_by) if table.scd_type == 2 else tuple(table.keys)
-    return SilverSpec(
-        name, key, None, fields, declared, table.sequence_by, table.scd_type, description=table.description
-    )
+    return SilverSpec(name, key, None, sequence_by=table.sequence_by, scd_type=table.scd_type, **shared)
 
 
 def silver_specs(pipeline: Pipeline) -> dict[str, SilverSpec]:

@@ -18,9 +18,12 @@ def test_sample_data_is_deterministic_and_injects_bad_records():
 
 
 def test_affected_days_cover_window_spill_and_profile_changes():
-    assert affected_days({"orders": ["2026-01-06"]}) == ["2026-01-05", "2026-01-06", "2026-01-07"]
+    """Derived from the demo's declaration: an order reaches back into the evening's 10-minute hopping
+    windows (D-1) and no further; a click also into the sessions either side of midnight."""
+    assert affected_days({"orders": ["2026-01-06"]}) == ["2026-01-05", "2026-01-06"]
+    assert affected_days({"clicks": ["2026-01-06"]}) == ["2026-01-05", "2026-01-06", "2026-01-07"]
     days = affected_days({"orders": ["2026-01-09"], "customers": ["2026-01-06"]})
-    assert days == ["2026-01-06", "2026-01-07", "2026-01-08", "2026-01-09", "2026-01-10"]
+    assert days == ["2026-01-06", "2026-01-07", "2026-01-08", "2026-01-09"]
     assert affected_days({"orders": ["2020-01-01"]}) == []  # before the partitions start
     assert contiguous_ranges(["2026-01-01", "2026-01-02", "2026-01-05"]) == [
         ("2026-01-01", "2026-01-02"),

@@ -122,7 +122,6 @@ def test_the_demo_declaration_gives_the_silver_tables_the_demo_has_always_had() 
 def test_a_minimal_declaration_loads_with_its_defaults(tmp_path: Path) -> None:
     shop = load_pipeline(_write(tmp_path, MINIMAL))
     assert shop.sources["payments"].replication_factor == -1
-    assert shop.event_tables["payments"].lookback == 86_400_000
     assert shop.event_tables["payments"].expectations == []
 
 
@@ -193,9 +192,11 @@ gold_tables:
   a:
     kind: sql
     query: WITH x AS (SELECT * FROM gold.b) SELECT * FROM x
+    partition_by: day
   b:
     kind: sql
     query: SELECT * FROM gold.a JOIN silver.paymnts USING (payment_id)
+    partition_by: day
   profile:
     kind: as_of_join
     from: payments
@@ -212,8 +213,8 @@ gold_tables:
         "16: gold_tables.by_merchant.group_by (table payments): unknown column 'merchant'; "
         "did you mean 'merchant_id'?",
         "18: gold tables form a cycle: a -> b -> a",
-        "23: gold_tables.b: unknown table 'paymnts'; did you mean 'payments'?",
-        "27: gold_tables.profile.with: 'payments' is not an SCD2 change table",
+        "24: gold_tables.b: unknown table 'paymnts'; did you mean 'payments'?",
+        "29: gold_tables.profile.with: 'payments' is not an SCD2 change table",
     ]
 
 
@@ -238,20 +239,23 @@ def test_python_functions_are_resolved_in_the_pipeline_folder(tmp_path: Path) ->
             kind: python
             function: shop_gold:daily
             inputs: [silver.payments]
+            partition_by: day
           weekly:
             kind: python
             function: shop_gold:weekly
             inputs: [payments]
+            partition_by: day
           monthly:
             kind: python
             function: shop_missing:monthly
             inputs: [payments]
+            partition_by: day
         """
     )
     messages = _messages(_write(tmp_path, text))
     assert messages == [
-        "16: gold_tables.weekly.function: module 'shop_gold' has no 'weekly'",
-        "20: gold_tables.monthly.function: cannot import 'shop_missing': ModuleNotFoundError: "
+        "17: gold_tables.weekly.function: module 'shop_gold' has no 'weekly'",
+        "22: gold_tables.monthly.function: cannot import 'shop_missing': ModuleNotFoundError: "
         "No module named 'shop_missing'",
     ]
 

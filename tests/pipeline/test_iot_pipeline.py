@@ -160,7 +160,12 @@ def test_the_iot_pipeline_builds_its_declared_lake_as_duckdb_recomputes_it(
     )
     assert run.returncode == 0, run.stderr[-4000:]
     summary = json.loads(run.stdout.strip().splitlines()[-1])
-    assert summary["pipeline"] == "iot" and summary["days"] == ["2026-03-02", "2026-03-03"]
+    assert summary["pipeline"] == "iot" and summary["days"] == [
+        "2026-03-01",
+        "2026-03-02",
+        "2026-03-03",
+        "2026-03-04",
+    ]
     assert all(summary["daily_success"])
     assert (
         summary["injected"]["device_changes_duplicated"] > 0
