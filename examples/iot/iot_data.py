@@ -101,8 +101,9 @@ def produce_sample(
     start: datetime | None = None,
     days: int = 2,
     seed: int = 7,
-) -> Sample:
-    """Send ``sample(...)`` to ``<prefix>devices`` and ``<prefix>readings``; returns what was sent."""
+) -> dict[str, int]:
+    """Send ``sample(...)`` to ``<prefix>devices`` and ``<prefix>readings``; returns the records sent per
+    topic and the faults mixed in."""
     from confluent_kafka import Producer
 
     if start is None:
@@ -119,4 +120,4 @@ def produce_sample(
         raise RuntimeError(
             f"{left} sample records not delivered to {prefix}readings/{prefix}devices within 60 s"
         )
-    return data
+    return {**{topic: len(records) for topic, records in data.records.items()}, **data.injected}

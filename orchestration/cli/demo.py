@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 import click
 
@@ -28,7 +29,15 @@ import click
     is_flag=True,
     help="Stop the local broker at the end (default: leave it running, recorded, for `make dagster`).",
 )
-def demo(events: int, reset: bool, stop_broker: bool) -> None:
+@click.option(
+    "--pipeline",
+    "pipeline_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Run this pipeline (a folder with pipeline.yaml, docs/pipelines.md) end to end with its own "
+    "sample generator instead of the demo's: topics, ingest, silver, gold and a summary.",
+)
+def demo(events: int, reset: bool, stop_broker: bool, pipeline_dir: Path | None) -> None:
     """Produce sample events to Kafka, land them in the lakehouse and run the edge apps, end to end.
 
     Everything goes where `make dagster` looks: the recorded local broker (started if none runs, left
@@ -45,6 +54,16 @@ def demo(events: int, reset: bool, stop_broker: bool) -> None:
     from orchestration.demo_lock import demo_lock
     from orchestration.settings import load_settings
 
+    if pipeline_dir is not None:
+        from assets.pipeline import check_pipeline
+
+        _, problems = check_pipeline(pipeline_dir)
+        if problems:
+            for problem in problems:
+                click.echo(str(problem), err=True)
+            raise click.exceptions.Exit(2)
+        # Before anything builds the asset definitions: they are made from the pipeline this names.
+        os.environ["STREAMHOUSE_PIPELINE"] = str(pipeline_dir.resolve())
     settings = load_settings()
     # A second demo fails here at once, before the slow imports, naming the running one (it used to
     # fail minutes later, at its edge step).
@@ -55,9 +74,14 @@ def demo(events: int, reset: bool, stop_broker: bool) -> None:
             from orchestration.demo_interrupt import run_interruptibly
 
             with exit_1_when_records_are_lost():  # sample events not delivered: `error:`, exit 1
-                run_interruptibly(
-                    lambda: run_demo(settings, events=events, reset=reset, stop_broker=stop_broker)
-                )
+                if pipeline_dir is not None:
+                    from orchestration.pipeline_demo import run_pipeline_demo
+
+                    run_interruptibly(lambda: run_pipeline_demo(settings))
+                else:
+                    run_interruptibly(
+                        lambda: run_demo(settings, events=events, reset=reset, stop_broker=stop_broker)
+                    )
     except KeyboardInterrupt:  # before the demo's worker started (the imports): nothing ran yet
         click.echo(
             "interrupted before the demo started; nothing was changed: run `make demo` again", err=True

@@ -1,4 +1,4 @@
-"""``streamhouse pipeline check DIR`` and ``pipeline schema``: a declaration, judged before it runs.
+"""``streamhouse pipeline init|check|schema``: a declaration made, judged before it runs, described.
 
 ``check`` prints every problem as ``file:line: message`` (an editor or CI log links each to its
 line) and exits 2 when there is one, like every user mistake; on success it prints what the
@@ -15,7 +15,7 @@ import click
 
 @click.group()
 def pipeline() -> None:
-    """Check a pipeline declaration (pipeline.yaml) and print its JSON Schema (docs/pipelines.md)."""
+    """Make, check and describe a pipeline declaration (pipeline.yaml; docs/pipelines.md)."""
 
 
 @pipeline.command("check")
@@ -36,6 +36,22 @@ def check(folder: Path) -> None:
         f"{len(declared.sources)} source(s), {len(declared.event_tables)} event table(s), "
         f"{len(declared.change_tables)} change table(s), {len(declared.gold_tables)} gold table(s), "
         f"{len(declared.edge_apps)} edge app(s)"
+    )
+
+
+@pipeline.command("init")
+@click.argument("folder", type=click.Path(file_okay=False, path_type=Path))
+def init(folder: Path) -> None:
+    """Make a small pipeline in FOLDER that runs as written: a topic, an event table with expectations,
+    a gold aggregate and a sample generator."""
+    from assets.pipeline.scaffold import scaffold
+
+    for path in scaffold(folder):
+        click.echo(f"wrote {path}")
+    click.echo(
+        f"next: `streamhouse pipeline check {folder}`, then `streamhouse demo --pipeline {folder}` builds "
+        f"its lake; `STREAMHOUSE_PIPELINE={folder.resolve()} make dagster` shows it in the UI "
+        "(docs/pipelines.md)"
     )
 
 
