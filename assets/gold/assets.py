@@ -20,6 +20,7 @@ from dagster import (
     AssetKey,
     AssetsDefinition,
     Config,
+    Failure,
     MaterializeResult,
     MetadataValue,
     TimeWindowPartitionMapping,
@@ -42,6 +43,7 @@ from assets.lineage import (
 from assets.owners import owners_of
 from assets.partitions import BACKFILL_POLICY, DAILY, to_date
 from assets.pipeline.active import active_pipeline
+from assets.pipeline.fingerprint import changed_logic, logic_fingerprint
 from assets.pipeline.model import Chart
 from assets.resources import LakeResource
 from assets.silver.assets import MissingInputError
@@ -155,6 +157,9 @@ def _materialize(
     from assets.replay.pins import pin_inputs
 
     dates = [to_date(k) for k in context.partition_keys]
+    logic = logic_fingerprint(active_pipeline(), name)
+    if not config.full_refresh and (why := changed_logic("gold", name, lake.table_uri("gold", name), logic)):
+        raise Failure(description=why)
     inputs = pin_inputs(inputs, config.input_versions)
     versions = {inp.name: inp.version for inp in inputs}
     plan = plan_gold(lake.table_uri("gold", name), inputs, dates, rebuild=config.full_refresh)
@@ -171,7 +176,7 @@ def _materialize(
         return _unchanged(lake, name, plan, versions, skipped=f"no input data for {days}")
     spark = pyspark.spark_session
     df = compute({inp.name.split("/", 1)[1]: _read(spark, inp, plan.stale) for inp in inputs}, plan.stale)
-    return _write_gold(context, lake, name, df, plan, versions, plot)
+    return _write_gold(context, lake, name, df, plan, versions, plot, logic)
 
 
 #: A recompute whose inputs hold at most this many rows (a gold table never has more rows than its
@@ -189,6 +194,7 @@ def _write_gold(
     plan: GoldPlan,
     inputs: dict[str, int],
     plot: Callable[[Fetch], plots.Plot | None],
+    logic: str,
 ) -> MaterializeResult:
     from pyspark import StorageLevel
 
@@ -205,7 +211,7 @@ def _write_gold(
         # older days hold NULL until recomputed. Type changes are still refused by the Delta layer.
         "schema_evolution": True,
         "app_transactions": plan.transactions,
-        "commit_metadata": commit_lineage(inputs, partitions=",".join(d.isoformat() for d in dates)),
+        "commit_metadata": commit_lineage(inputs, logic, partitions=",".join(d.isoformat() for d in dates)),
     }
     cached = None
     try:

@@ -20,6 +20,7 @@ from dagster import (
     AssetsDefinition,
     AssetSpec,
     Config,
+    Failure,
     MetadataValue,
     multi_asset,
 )
@@ -33,6 +34,7 @@ from assets.delta import AppTransaction
 from assets.owners import owners_of
 from assets.partitions import BACKFILL_POLICY, DAILY, to_date
 from assets.pipeline.active import active_pipeline
+from assets.pipeline.fingerprint import changed_logic
 from assets.resources import LakeResource
 from assets.silver.keys import quarantine_key, silver_key
 from assets.silver.schema_evolution import SCHEMA_RULES, needs_new_columns, schema_rule
@@ -46,7 +48,7 @@ from assets.silver.watermarks import (
     read_whole,
     transaction_version,
 )
-from assets.silver.write import WriteTarget, up_to_date, write_pair
+from assets.silver.write import WriteTarget, silver_logic, up_to_date, write_pair
 from edge.errors import StreamhouseError
 
 #: the silver layer's public names, importable from here as before the writer and the schema rules
@@ -172,6 +174,10 @@ def build_silver_events(topic: str) -> AssetsDefinition:
         bronze_uri, bronze_version = _bronze_version(lake, topic, config.input_versions)
         rule = schema_rule(topic, config.add_columns)
         silver_uri = lake.table_uri("silver", topic)
+        if not config.full_refresh and (
+            why := changed_logic("silver", topic, silver_uri, silver_logic(topic))
+        ):
+            raise Failure(description=why)
         plan = plan_bronze_read(
             bronze_uri,
             bronze_version,

@@ -38,6 +38,14 @@ from assets.silver.transform import (
 )
 
 
+def silver_logic(table: str) -> str:
+    """The fingerprint of the table's declared logic (``assets.pipeline.fingerprint``)."""
+    from assets.pipeline.active import active_pipeline
+    from assets.pipeline.fingerprint import logic_fingerprint
+
+    return logic_fingerprint(active_pipeline(), table)
+
+
 @dataclass
 class WriteTarget:
     """How a run writes: the days it rebuilds (None: the whole table) and the days it appends to."""
@@ -146,7 +154,9 @@ def write_pair(
             quarantine = quarantine.persist(StorageLevel.MEMORY_AND_DISK)
         inputs = {f"bronze/{topic}": bronze_version}
         dates = target.days
-        lineage = commit_lineage(inputs, partitions=",".join(d.isoformat() for d in dates or []))
+        lineage = commit_lineage(
+            inputs, logic=silver_logic(topic), partitions=",".join(d.isoformat() for d in dates or [])
+        )
         commit = _write(
             valid, silver_uri, target, evolves=evolves, lineage=lineage, partitioned=dates is not None
         )

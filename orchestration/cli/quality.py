@@ -112,7 +112,12 @@ def check(tables: tuple[str, ...], days: tuple[str, ...], as_of: str | None, no_
         from quality.gx import build_index
 
         build_index(docs_dir)  # once, after every suite's pages
-    errors = sum(len(r.errors) for r in runs)
+    from assets.pipeline.active import active_pipeline
+    from assets.pipeline.fingerprint import stale_tables
+
+    # Tables whose declared logic changed since they were built: old and new logic must not be mixed.
+    stale = stale_tables(active_pipeline(), root, [(s.layer, s.name) for s in suites])
+    errors = sum(len(r.errors) for r in runs) + len(stale)
     if fmt == "json":
         from orchestration.cli.render import echo_json
 
@@ -135,6 +140,17 @@ def check(tables: tuple[str, ...], days: tuple[str, ...], as_of: str | None, no_
                 for r in runs
                 for o in r.outcomes
             ]
+            + [
+                {
+                    "table": table,
+                    "expectation": "built_by_declared_logic",
+                    "action": "fail",
+                    "verdict": "error",
+                    "success": False,
+                    "observed": why,
+                }
+                for table, why in stale.items()
+            ]
         )
     else:
         from orchestration.cli.render import print_rich, rich_table
@@ -148,6 +164,10 @@ def check(tables: tuple[str, ...], days: tuple[str, ...], as_of: str | None, no_
                 # compared nothing is a warning whose observed value says why).
                 result = f"[{COLOURS[o.verdict]}]{o.verdict}[/]"
                 rows.append((r.suite.table, e.name, e.action, result, o.failing_rows, str(o.observed)[:100]))
+        for table, why in stale.items():
+            rows.append(
+                (table, "built_by_declared_logic", "fail", f"[{COLOURS['error']}]error[/]", None, why)
+            )
         columns = ["table", "expectation", "action", "result", "failing rows", "observed"]
         print_rich(rich_table("Expectation suites", columns, rows, right={"failing rows"}))
         warned = sum(len(r.warnings) for r in runs)
@@ -158,6 +178,8 @@ def check(tables: tuple[str, ...], days: tuple[str, ...], as_of: str | None, no_
             + ", "
             + click.style(f"{errors} error(s)", fg=COLOURS["error"] if errors else None)
         )
+        for why in stale.values():
+            click.secho(f"needs full_refresh: {why}", fg=COLOURS["error"])
         docs = next((r.docs for r in runs if r.docs), None)
         if docs is not None:
             index = docs_dir / "gx" / "uncommitted" / "data_docs" / "local_site" / "index.html"  # type: ignore[operator]
