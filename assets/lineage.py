@@ -162,12 +162,13 @@ def upstream_inputs(lake_root: str, inputs: Mapping[str, int | None]) -> dict[st
     that commit's ``streamhouse.inputs`` (empty when it recorded none).
     """
     from assets.delta import history, table_version
+    from assets.lake.layout import path_uri
 
     out: dict[str, Any] = {}
     for name, version in inputs.items():
         if version is None:
             continue
-        uri = f"{lake_root.rstrip('/')}/{name}"
+        uri = path_uri(lake_root, name)
         try:
             # Only the commits since the one read (newest first): a long-lived table has thousands.
             entries = history(uri, limit=max(1, table_version(uri) - version + 1))

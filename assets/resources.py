@@ -75,8 +75,9 @@ class LakeResource(ConfigurableResource):
     lake_root: str
 
     def table_uri(self, layer: str, name: str) -> str:
-        root = self.lake_root.rstrip("/")
-        return f"{root}/{layer}/{name}"
+        from assets.lake.layout import table_uri
+
+        return table_uri(self.lake_root, layer, name)
 
     @property
     def plots_dir(self) -> Path:

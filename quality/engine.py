@@ -274,10 +274,10 @@ def measure(
     """Measure every expectation of ``suite`` on ``<lake_root>/<layer>/<name>`` (the ``days`` of its
     partition column when given). ``spark`` returns the Spark session (called only when the batch is
     measured in Spark)."""
+    from assets.lake.layout import table_uri
     from assets.lineage import pinned_version
 
-    root = lake_root.rstrip("/")
-    uri = f"{root}/{suite.layer}/{suite.name}"
+    uri = table_uri(lake_root, suite.layer, suite.name)
     day_list = sorted(set(days)) if days and suite.partition else None
     batch = Batch(suite.table, uri, pinned_version(uri), day_list)
     if batch.version is None:
@@ -297,7 +297,7 @@ def measure(
         for alias, inp in suite.inputs.items():
             layer, name = inp.table.split(".", 1)
             span = widen(day_list, inp.before, inp.after)
-            present[alias] = backend.register(alias, f"{root}/{layer}/{name}", inp.partition, span)
+            present[alias] = backend.register(alias, table_uri(lake_root, layer, name), inp.partition, span)
         backend.register_days(day_list, suite.partition)
         outcomes = _measure(suite, backend, present, as_of or datetime.now(UTC), sample_rows)
         batch.rows = outcomes.pop()  # type: ignore[assignment]

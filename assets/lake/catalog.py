@@ -23,6 +23,7 @@ from assets.delta.location import TableLocation, resolve
 from assets.delta.snapshot import active_files, open_table, partition_columns, schema_json
 from assets.lake.errors import UnknownTableError, VersionOutOfRangeError
 from assets.lake.glossary import table_doc
+from assets.lake.layout import table_uri
 from edge.home import config_value, resolve_path
 
 DEFAULT_LAKE_ROOT = ".state/lake"
@@ -101,7 +102,7 @@ def discover(lake_root: str | os.PathLike[str] | None = None) -> Lake:
             if log.type != pafs.FileType.Directory:
                 continue
             layer_name, table_name = layer.base_name, table.base_name
-            uri = f"{location.uri.rstrip('/')}/{layer_name}/{table_name}"
+            uri = table_uri(location.uri, layer_name, table_name)
             name = f"{layer_name}.{table_name}"
             lake.tables[name] = TableRef(name, layer_name, table_name, uri)
     return lake

@@ -72,15 +72,15 @@ def changed_logic(layer: str, table: str, table_uri: str, current: str) -> str |
 def stale_tables(pipeline: Pipeline, lake_root: str, tables: list[tuple[str, str]]) -> dict[str, str]:
     """``layer.table`` -> why it needs a full refresh, for each of ``tables`` ((layer, name) pairs) built
     by other logic than the declaration now gives."""
+    from assets.lake.layout import table_uri
+
     out: dict[str, str] = {}
     for layer, name in tables:
         if layer not in ("silver", "gold") or (
             name not in pipeline.silver_tables() and name not in pipeline.gold_tables
         ):
             continue
-        why = changed_logic(
-            layer, name, f"{lake_root.rstrip('/')}/{layer}/{name}", logic_fingerprint(pipeline, name)
-        )
+        why = changed_logic(layer, name, table_uri(lake_root, layer, name), logic_fingerprint(pipeline, name))
         if why is not None:
             out[f"{layer}.{name}"] = why
     return out

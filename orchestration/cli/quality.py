@@ -76,6 +76,7 @@ def check(tables: tuple[str, ...], days: tuple[str, ...], as_of: str | None, no_
     import uuid
 
     from assets.delta import table_exists
+    from assets.lake.layout import table_uri
     from orchestration.settings import load_settings
     from quality.runner import parse_as_of, run_suite
     from quality.suites import SUITES, get_suite
@@ -84,7 +85,7 @@ def check(tables: tuple[str, ...], days: tuple[str, ...], as_of: str | None, no_
     root = str(settings.lake_root)
     suites = [get_suite(t) for t in tables] if tables else list(SUITES.values())
     if not tables:
-        suites = [s for s in suites if table_exists(f"{root}/{s.layer}/{s.name}")]
+        suites = [s for s in suites if table_exists(table_uri(root, s.layer, s.name))]
         if not suites:
             raise CheckUsageError(f"no tables with an expectation suite under {root}")
     try:

@@ -140,7 +140,9 @@ def _days_label(days: Sequence[str]) -> str:
 
 # -- planning -----------------------------------------------------------------------------------------
 def _table_uri(lake_root: str, table: str) -> str:
-    return f"{lake_root.rstrip('/')}/{table}"
+    from assets.lake.layout import path_uri
+
+    return path_uri(lake_root, table)
 
 
 def _latest(uri: str) -> int | None:
