@@ -14,7 +14,7 @@ PAGE = ROOT / "docs" / "pipelines.md"
 
 
 def _blocks(kind: str) -> list[str]:
-    return re.findall(rf"```{kind}\n(.*?)```", PAGE.read_text(), re.S)
+    return re.findall(rf"```{kind}[^\n]*\n(.*?)```", PAGE.read_text(), re.S)
 
 
 def test_the_reference_is_generated_from_the_model() -> None:
