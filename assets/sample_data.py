@@ -159,9 +159,12 @@ def generate(
 ) -> SampleData:
     """About ``events`` orders+clicks over ``days`` days from ``start``, plus customer/product records.
 
-    Half the events are orders, half clicks (clicks come in per-user bursts so sessions form). Late
-    events keep their (old) event time but are produced at the end of the stream; ``id_prefix`` keeps
-    ids of several batches distinct.
+    Half the events are orders, half clicks (clicks come in per-user bursts so sessions form). A late
+    order keeps its (old) event time but is produced where it arrives, ``late_by`` after it: among the
+    orders of that later time, as a delayed record reaches a live topic. (Appended at the end of the
+    batch, as they once were, they came up to ``days`` late, not ``late_by``: an event-time app with a
+    grace of a day dropped them while the lake kept them.) ``id_prefix`` keeps ids of several batches
+    distinct.
     """
     rng = random.Random(seed)
     begin, end = _day_ms(start, days)
@@ -203,7 +206,7 @@ def generate(
     product_ids = list(prices)
     step = max(1, (end - begin) // max(1, n_orders))
     orders: list[RawRecord] = []
-    late: list[RawRecord] = []
+    n_late = 0
     late_ms = int(late_by.total_seconds() * 1000)
     for i in range(n_orders):
         ts = begin + i * step + rng.randrange(step)
@@ -220,7 +223,9 @@ def generate(
             "unit_price": round(prices[pid] * (0.8 + rng.randrange(5) * 0.05), 2),
             "event_time": iso_ms(ts),
         }
-        (late if is_late else orders).append(RawRecord(cid.encode(), orjson.dumps(order), ts))
+        # the i-th slot is this order's arrival: a late one arrives late_by after its event time
+        orders.append(RawRecord(cid.encode(), orjson.dumps(order), ts))
+        n_late += is_late
     clicks: list[RawRecord] = []
     users = max(1, customers * 2)
     # Bursts: each burst is one user's clicks 5 s - 20 min apart; bursts of the same user are
@@ -244,8 +249,7 @@ def generate(
             ts += 5_000 + rng.randrange(20 * 60_000)
         burst += 1
     clicks.sort(key=lambda r: r.timestamp_ms)
-    orders.extend(late)
-    data.injected = {ORDERS: {"late": len(late)}, CLICKS: {}}
+    data.injected = {ORDERS: {"late": n_late}, CLICKS: {}}
     _inject(rng, orders, ORDERS, invalid_ratio, duplicate_ratio, data.injected[ORDERS], begin)
     _inject(rng, clicks, CLICKS, invalid_ratio, duplicate_ratio, data.injected[CLICKS], begin)
     data.records[ORDERS] = orders
