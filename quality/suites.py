@@ -564,11 +564,44 @@ def _gold() -> list[Suite]:
     ]
 
 
+def _declared_gold(name: str) -> Suite:
+    """What a declared gold table promises by its kind: one row per window (or session, or joined
+    event) and key, windows of the declared size, no row without its partition day."""
+    from assets.gold.declared import gold_table
+    from assets.pipeline.model import AsOfJoin, Join, WindowAggregate
+
+    pipeline = active_pipeline()
+    table = pipeline.gold_tables[name]
+    partition = gold_table(pipeline, name).partition
+    checks: list[Expectation] = [not_null(partition)]
+    if isinstance(table, WindowAggregate):
+        start = "session_start" if table.window.type == "session" else "window_start"
+        checks += [not_null(start), *(not_null(c) for c in table.group_by)]
+        checks.append(unique((start, *table.group_by), name="one_row_per_window_and_key"))
+        if table.window.type == "session":
+            checks.append(rule("session_ends_after_it_starts", "session_end < session_start", "end >= start"))
+        elif (size := table.window.size or 0) % 1000 == 0:
+            checks.append(
+                rule(
+                    "window_has_its_declared_size",
+                    f"window_end - window_start <> INTERVAL {size // 1000} SECOND",
+                    f"every window lasts {size // 1000} s",
+                )
+            )
+    elif isinstance(table, AsOfJoin | Join) and table.input in pipeline.event_tables:
+        key = tuple(pipeline.event_tables[table.input].key)
+        checks += [*(not_null(c) for c in key), unique(key, name="one_row_per_event")]
+    return Suite(f"gold.{name}", ARROW, partition, tuple(checks), description=table.description or name)
+
+
 def _all() -> dict[str, Suite]:
-    suites = [_bronze(t) for t in active_pipeline().sources]
+    pipeline = active_pipeline()
+    suites = [_bronze(t) for t in pipeline.sources]
     suites += [_silver(t) for t in SPECS]
-    # The demo's reconciliations of its gold tables (kept while they are not yet declared checks).
-    suites += [s for s in _gold() if s.name in active_pipeline().gold_tables]
+    # The demo's own gold reconciliations (against silver and the edge; not yet declared checks), and
+    # for every other declared gold table what its kind promises.
+    demo = {s.name: s for s in _gold()} if pipeline.name == "demo" else {}
+    suites += [demo.get(name) or _declared_gold(name) for name in pipeline.gold_tables]
     return {s.table: s for s in suites}
 
 

@@ -11,6 +11,7 @@ compared row by row.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import subprocess
@@ -163,6 +164,21 @@ def test_the_iot_pipeline_builds_its_declared_lake_as_duckdb_recomputes_it(
     assert "iot (2 topics, 2 silver and 5 gold tables)" in out, out
     assert "device_changes_duplicated" in out and "readings_malformed" in out
     assert "gold/site_hourly" in out and "Traceback" not in run.stderr
+    # Every declared table has its checks: the declared expectations in silver, what each gold kind
+    # promises (one row per window and key, the declared window size, one row per joined event).
+    checked = subprocess.run(
+        [streamhouse, "check", "--no-docs", "--format", "json"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-2000:]
+    verdicts = {(r["table"], r["expectation"]): r["verdict"] for r in json.loads(checked.stdout)}
+    assert verdicts[("silver.readings", "device_id_matches")] == "warning"  # "sensor 9" quarantined
+    assert verdicts[("gold.device_rolling_30m", "window_has_its_declared_size")] == "passed"
+    assert verdicts[("gold.device_sessions", "one_row_per_window_and_key")] == "passed"
+    assert verdicts[("gold.readings_at_site", "one_row_per_event")] == "passed"
 
     con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")
