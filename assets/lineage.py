@@ -141,16 +141,17 @@ def up_to_date_metadata(
 
 
 def commit_lineage(
-    inputs: Mapping[str, int | None], logic: str | None = None, **extra: Any
+    inputs: Mapping[str, int | None], logic: str | None = None, fields: str | None = None, **extra: Any
 ) -> dict[str, str]:
     """Lineage stored in the Delta commit itself (readable without Dagster via ``history``): the input
     versions read and the fingerprint of the declared logic that wrote it
     (``assets.pipeline.fingerprint``)."""
-    from assets.pipeline.fingerprint import LOGIC_KEY
+    from assets.pipeline.fingerprint import FIELDS_KEY, LOGIC_KEY
 
     return {
         "streamhouse.inputs": json.dumps(dict(inputs), sort_keys=True),
         **({LOGIC_KEY: logic} if logic else {}),
+        **({FIELDS_KEY: fields} if fields else {}),
         **{k: str(v) for k, v in extra.items()},
     }
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 import importlib
 import time
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
@@ -93,6 +94,7 @@ def run_pipeline_demo(
                 with (
                     step("ingest_job: Kafka → bronze (and the tables kept whole)"),
                     RunProgress("ingest_job") as p,
+                    _failure_as_error(),
                 ):
                     ingest = run_ingest(defs, instance, run_config=QUIET_RUN_CONFIG, on_event=p)
                 summary.add("Bronze", bronze_summary(ingest, settings.lake_root / "bronze"))
@@ -100,7 +102,7 @@ def run_pipeline_demo(
                 affected = [d for d in ingest.affected_days if DAILY.has_partition_key(d)]
                 with step(f"daily_job: silver, quarantine and gold for {len(affected)} day(s)"):
                     started = time.perf_counter()
-                    with RunProgress("daily_job") as progress:
+                    with RunProgress("daily_job") as progress, _failure_as_error():
                         results = run_daily(
                             defs, affected, instance, run_config=QUIET_RUN_CONFIG, on_event=progress
                         )
@@ -117,6 +119,21 @@ def run_pipeline_demo(
     summary.add_tables(lake_tables(settings.lake_root, written))
     print_summary(summary, settings, where, kafka)
     return summary
+
+
+@contextmanager
+def _failure_as_error() -> Iterator[None]:
+    """A step that failed on purpose (``dagster.Failure``: a table built by other logic, a blocking
+    check) ends the run with its reason as one line, not a traceback."""
+    from dagster import DagsterExecutionStepExecutionError, Failure
+
+    try:
+        yield
+    except DagsterExecutionStepExecutionError as exc:
+        cause = exc.user_exception
+        if isinstance(cause, Failure):
+            raise PipelineDemoError(f"{exc.step_key}: {cause.description}") from None
+        raise
 
 
 def _tables(pipeline: Any) -> str:

@@ -175,7 +175,7 @@ def build_silver_events(topic: str) -> AssetsDefinition:
         rule = schema_rule(topic, config.add_columns)
         silver_uri = lake.table_uri("silver", topic)
         if not config.full_refresh and (
-            why := changed_logic("silver", topic, silver_uri, silver_logic(topic))
+            why := changed_logic("silver", topic, silver_uri, *silver_logic(topic))
         ):
             raise Failure(description=why)
         plan = plan_bronze_read(

@@ -1,12 +1,13 @@
 """Schema evolution of silver and quarantine tables: when a table may gain columns, and how.
 
-A silver table gains columns only through an explicit ``SchemaRule`` (``SCHEMA_RULES`` or a run's
-``add_columns``); anything else new is refused, so an upstream payload change can never widen a table
-by accident. Kept apart from the asset definitions because both the read planner (a rule adding
+A silver table gains columns only through its declaration (a field added to its ``fields`` in
+pipeline.yaml: rows written before read null) or an explicit ``SchemaRule`` (``SCHEMA_RULES`` or a
+run's ``add_columns``); anything else new is refused, so an upstream payload change can never widen a
+table by accident. Kept apart from the asset definitions because both the read planner (a rule adding
 columns forces a rebuild) and the writer (align to, or evolve, the existing table) ask these questions.
 """
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from assets.silver.transform import SPECS, SchemaRule, SchemaRuleError
@@ -24,8 +25,9 @@ def schema_rule(topic: str, add_columns: Mapping[str, str]) -> SchemaRule:
     return rule
 
 
-def align(df: Any, table_uri: str, rule: SchemaRule) -> tuple[Any, bool]:
-    """Match the existing table: columns a rule once added stay (null); new rule columns evolve it."""
+def align(df: Any, table_uri: str, rule: SchemaRule, declared: Iterable[str] = ()) -> tuple[Any, bool]:
+    """Match the existing table: columns a rule once added stay (null); new rule columns and fields
+    newly ``declared`` in the pipeline evolve it (older rows read null)."""
     from pyspark.sql import functions as F
 
     from assets.delta import table_exists, table_schema
@@ -39,7 +41,8 @@ def align(df: Any, table_uri: str, rule: SchemaRule) -> tuple[Any, bool]:
     evolves = any(name not in existing for name in df.columns)
     if evolves:
         new = [c for c in df.columns if c not in existing]
-        unknown = [c for c in new if c not in rule.add_columns]
+        allowed = {*rule.add_columns, *declared}
+        unknown = [c for c in new if c not in allowed]
         if unknown:
             raise SchemaRuleError(
                 f"{table_uri}: columns {unknown} are not in the contract or a schema rule; add them with "

@@ -38,12 +38,14 @@ from assets.silver.transform import (
 )
 
 
-def silver_logic(table: str) -> str:
-    """The fingerprint of the table's declared logic (``assets.pipeline.fingerprint``)."""
+def silver_logic(table: str) -> tuple[str, str | None]:
+    """The fingerprint of the table's declared logic and its declared fields
+    (``assets.pipeline.fingerprint``)."""
     from assets.pipeline.active import active_pipeline
-    from assets.pipeline.fingerprint import logic_fingerprint
+    from assets.pipeline.fingerprint import fields_json, logic_fingerprint
 
-    return logic_fingerprint(active_pipeline(), table)
+    pipeline = active_pipeline()
+    return logic_fingerprint(pipeline, table), fields_json(pipeline, table)
 
 
 @dataclass
@@ -146,7 +148,7 @@ def write_pair(
             _existing(spark, q_uri, target.overlap_days, list(QUARANTINE_KEY)),
             list(QUARANTINE_KEY),
         )
-        valid, evolves = align(valid, silver_uri, rule)
+        valid, evolves = align(valid, silver_uri, rule, spec.contract)
         if target.small:
             valid, quarantine = valid.toArrow(), quarantine.toArrow()
         else:
@@ -154,8 +156,9 @@ def write_pair(
             quarantine = quarantine.persist(StorageLevel.MEMORY_AND_DISK)
         inputs = {f"bronze/{topic}": bronze_version}
         dates = target.days
+        logic, fields = silver_logic(topic)
         lineage = commit_lineage(
-            inputs, logic=silver_logic(topic), partitions=",".join(d.isoformat() for d in dates or [])
+            inputs, logic, fields, partitions=",".join(d.isoformat() for d in dates or [])
         )
         commit = _write(
             valid, silver_uri, target, evolves=evolves, lineage=lineage, partitioned=dates is not None

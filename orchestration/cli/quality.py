@@ -87,7 +87,13 @@ def check(tables: tuple[str, ...], days: tuple[str, ...], as_of: str | None, no_
     if not tables:
         suites = [s for s in suites if table_exists(table_uri(root, s.layer, s.name))]
         if not suites:
-            raise CheckUsageError(f"no tables with an expectation suite under {root}")
+            from assets.pipeline.active import active_pipeline, pipeline_folder
+
+            raise CheckUsageError(
+                f"no table of pipeline {active_pipeline().name!r} ({pipeline_folder()}) under {root}: "
+                "nothing built yet, or the lake belongs to another pipeline (the `pipeline` setting, "
+                "STREAMHOUSE_PIPELINE, names it)"
+            )
     try:
         reference = parse_as_of(as_of)
     except ValueError:

@@ -13,7 +13,7 @@ import pyarrow as pa
 from assets.delta import write_delta_arrow
 from assets.lineage import commit_lineage
 from assets.pipeline import load_pipeline
-from assets.pipeline.fingerprint import built_logic, changed_logic, logic_fingerprint
+from assets.pipeline.fingerprint import built_logic, changed_logic, fields_json, logic_fingerprint
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "pipelines" / "demo"
@@ -98,3 +98,26 @@ def test_check_names_the_tables_that_need_a_full_refresh(tmp_path: Path) -> None
         text=True,
     )
     assert "needs full_refresh" not in again.stdout, again.stdout
+
+
+def test_a_field_may_be_added_to_a_silver_table_never_removed_or_retyped(tmp_path: Path) -> None:
+    demo = load_pipeline(DEMO)
+    (tmp_path / "c").mkdir()
+    wider = _declaration(tmp_path / "c", "size: 5m")
+    text = (wider / "pipeline.yaml").read_text()
+    (wider / "pipeline.yaml").write_text(
+        text.replace("      unit_price: double\n", "      unit_price: double\n      coupon: string\n")
+    )
+    added = load_pipeline(wider)
+    assert "coupon" in added.event_tables["orders"].fields
+    assert logic_fingerprint(added, "orders") == logic_fingerprint(demo, "orders")  # fields compared apart
+    uri = str(tmp_path / "silver" / "orders")
+    logic = logic_fingerprint(demo, "orders")
+    lineage = commit_lineage({}, logic, fields_json(demo, "orders"))
+    write_delta_arrow(pa.table({"x": [1]}), uri, mode="overwrite", commit_metadata=lineage)
+    assert changed_logic("silver", "orders", uri, logic, fields_json(added, "orders")) is None
+    retyped = fields_json(demo, "orders").replace('"quantity": "int"', '"quantity": "long"')
+    why = changed_logic("silver", "orders", uri, logic, retyped)
+    assert why is not None and "quantity retyped int -> long" in why
+    removed = fields_json(demo, "orders").replace('"product_id": "string", ', "")
+    assert "product_id removed" in (changed_logic("silver", "orders", uri, logic, removed) or "")

@@ -169,7 +169,7 @@ def test_the_iot_pipeline_builds_its_declared_lake_as_duckdb_recomputes_it(
     checked = subprocess.run(
         [streamhouse, "check", "--no-docs", "--format", "json"],
         cwd=tmp_path,
-        env=env,
+        env={**env, "STREAMHOUSE_PIPELINE": str(ROOT / "examples" / "iot")},
         capture_output=True,
         text=True,
     )
