@@ -8,7 +8,6 @@ saying which table and how to rebuild it, and `streamhouse replay lake` rebuilds
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
@@ -16,8 +15,6 @@ from pathlib import Path
 
 import duckdb
 import pytest
-
-from edge.kafka import KafkaClientConfig
 
 pytestmark = [pytest.mark.slow]
 
@@ -36,22 +33,13 @@ def _edit(path: Path, old: str, new: str) -> None:
 
 
 def test_a_field_added_and_a_window_changed_under_a_lake_with_data(
-    kafka_broker: KafkaClientConfig, tmp_path: Path
+    user_env: dict[str, str], tmp_path: Path
 ) -> None:
     from assets.delta import duckdb_relation, history
 
     iot = tmp_path / "iot"
     shutil.copytree(ROOT / "examples" / "iot", iot, ignore=shutil.ignore_patterns("__pycache__"))
-    lake = tmp_path / "lake"
-    env = {
-        **os.environ,
-        "STREAMHOUSE_LAKE_ROOT": str(lake),
-        "STREAMHOUSE_DAGSTER_HOME": str(tmp_path / "dagster"),
-        "STREAMHOUSE_STATE_DIR": str(tmp_path / "state"),
-        "STREAMHOUSE_BOOTSTRAP_SERVERS": kafka_broker.bootstrap_servers,
-        "STREAMHOUSE_BROKER_PROFILE": kafka_broker.profile.value,
-    }
-    env.pop("STREAMHOUSE_PIPELINE", None)
+    lake, env = tmp_path / "lake", user_env
     # unique topics on the shared broker: the copy's sources get their own names
     for name in ("readings", "devices"):
         _edit(iot / "pipeline.yaml", f"  {name}: {{partitions:", f"  evo_{name}: {{partitions:")

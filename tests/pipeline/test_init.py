@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +10,6 @@ import duckdb
 import pytest
 from click.testing import CliRunner
 
-from edge.kafka import KafkaClientConfig
 from orchestration.cli.main import cli
 
 STREAMHOUSE = str(Path(sys.executable).parent / "streamhouse")
@@ -33,22 +31,11 @@ def test_init_writes_a_pipeline_that_checks_clean_and_never_overwrites(tmp_path:
 
 
 @pytest.mark.slow
-def test_the_scaffold_builds_its_lake_with_demo_pipeline(
-    kafka_broker: KafkaClientConfig, tmp_path: Path
-) -> None:
+def test_the_scaffold_builds_its_lake_with_demo_pipeline(user_env: dict[str, str], tmp_path: Path) -> None:
     """init, then demo --pipeline: bronze holds every payment, quarantine the bad amounts, and the hourly
     gold table equals the valid payments counted per merchant and hour straight from bronze."""
     subprocess.run([STREAMHOUSE, "pipeline", "init", "shop"], cwd=tmp_path, check=True, capture_output=True)
-    lake = tmp_path / "lake"
-    env = {
-        **os.environ,
-        "STREAMHOUSE_LAKE_ROOT": str(lake),
-        "STREAMHOUSE_DAGSTER_HOME": str(tmp_path / "dagster"),
-        "STREAMHOUSE_STATE_DIR": str(tmp_path / "state"),
-        "STREAMHOUSE_BOOTSTRAP_SERVERS": kafka_broker.bootstrap_servers,
-        "STREAMHOUSE_BROKER_PROFILE": kafka_broker.profile.value,
-    }
-    env.pop("STREAMHOUSE_PIPELINE", None)
+    lake, env = tmp_path / "lake", user_env
     run = subprocess.run(
         [STREAMHOUSE, "demo", "--pipeline", "shop"],
         cwd=tmp_path,

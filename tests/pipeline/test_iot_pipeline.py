@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -21,8 +20,6 @@ from typing import Any
 
 import duckdb
 import pytest
-
-from edge.kafka import KafkaClientConfig
 
 pytestmark = [pytest.mark.slow]
 
@@ -137,19 +134,9 @@ def _lake(con: duckdb.DuckDBPyConnection, lake: Path, table: str) -> list[tuple[
 
 
 def test_the_iot_pipeline_builds_its_declared_lake_as_duckdb_recomputes_it(
-    kafka_broker: KafkaClientConfig, tmp_path: Path
+    user_env: dict[str, str], tmp_path: Path
 ) -> None:
-    lake = tmp_path / "lake"
-    env = {
-        **os.environ,
-        "STREAMHOUSE_LAKE_ROOT": str(lake),
-        "STREAMHOUSE_DAGSTER_HOME": str(tmp_path / "dagster"),
-        # its own Great Expectations project and demo lock: never the checkout's, which other passes use
-        "STREAMHOUSE_STATE_DIR": str(tmp_path / "state"),
-        "STREAMHOUSE_BOOTSTRAP_SERVERS": kafka_broker.bootstrap_servers,
-        "STREAMHOUSE_BROKER_PROFILE": kafka_broker.profile.value,
-    }
-    env.pop("STREAMHOUSE_PIPELINE", None)
+    lake, env = tmp_path / "lake", user_env
     streamhouse = str(Path(sys.executable).parent / "streamhouse")
     run = subprocess.run(
         [streamhouse, "demo", "--pipeline", str(ROOT / "examples" / "iot")],
