@@ -196,12 +196,25 @@ class EventTable(_SilverTable):
 
 
 class ChangeTable(_SilverTable):
-    """A feed of upserts applied in sequence order, whatever the arrival order: the current row per key
-    (SCD1) or every version with its validity (SCD2). Each record is the whole row."""
+    """A change feed applied in sequence order, whatever the arrival order: the current row per key
+    (SCD1) or every version with its validity (SCD2); a delete removes the key (SCD1) or ends its last
+    version's validity (SCD2). Applying the same changes again gives the same table."""
+
+    format: Literal["upsert", "debezium"] = Field(
+        default="upsert",
+        description="`upsert`: each record is the whole row; `debezium`: an envelope {op, before, after, "
+        "ts_ms} whose `after` (`before` for op = d) is the row and op = d a delete",
+    )
 
     keys: list[str] = Field(min_length=1)
     sequence_by: str = Field(
-        description="the field ordering changes of one key (later wins, whatever the arrival)"
+        json_schema_extra={"examples": ["updated_at", "ts_ms"]},
+        description="the timestamp field ordering changes of one key (later wins, whatever the arrival); "
+        "debezium feeds may name `ts_ms`, the envelope's change time",
+    )
+    delete_when: str | None = Field(
+        default=None,
+        description="upsert feeds: a Spark SQL predicate over the fields, true for a record deleting its key",
     )
     scd_type: Literal[1, 2] = Field(
         default=1, description="1: current row per key; 2: valid_from/valid_to history"

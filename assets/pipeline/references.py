@@ -48,7 +48,8 @@ def table_columns(pipeline: Pipeline, name: str, ordered: bool = True) -> list[s
         return [*t.fields, *(["event_date"] if t.event_time else [])]
     if name in pipeline.change_tables:
         c = pipeline.change_tables[name]
-        return [*c.fields, *(SCD2_COLUMNS if c.scd_type == 2 else ())]
+        envelope = [c.sequence_by] if c.sequence_by not in c.fields else []
+        return [*c.fields, *envelope, *(SCD2_COLUMNS if c.scd_type == 2 else ())]
     if isinstance(gold, WindowAggregate):
         session = gold.window.type == "session"
         bounds = ["session_start", "session_end"] if session else ["window_start", "window_end"]
@@ -92,8 +93,28 @@ class _References:
             where = ("change_tables", name)
             yield from self._silver(where, name, table)
             yield from self._columns((*where, "keys"), table.keys, table.fields, name)
-            if table.sequence_by not in table.fields:
-                yield self._unknown_column((*where, "sequence_by"), table.sequence_by, table.fields, name)
+            envelope = ["ts_ms"] if table.format == "debezium" else []
+            if table.sequence_by not in [*table.fields, *envelope]:
+                yield self._unknown_column(
+                    (*where, "sequence_by"), table.sequence_by, [*table.fields, *envelope], name
+                )
+            elif table.fields.get(table.sequence_by, "timestamp") != "timestamp":
+                yield self.source.problem(
+                    (*where, "sequence_by"),
+                    f"{_dotted(where)}.sequence_by: {table.sequence_by!r} is a "
+                    f"{table.fields[table.sequence_by]}; versions are ordered (and SCD2 validity measured) "
+                    "by a timestamp",
+                )
+            if table.delete_when is not None:
+                if table.format == "debezium":
+                    yield self.source.problem(
+                        (*where, "delete_when"),
+                        f"{_dotted(where)}.delete_when: a debezium feed's deletes are its op = d records",
+                    )
+                else:
+                    yield from self._expression(
+                        (*where, "delete_when"), table.delete_when, list(table.fields), name
+                    )
         yield from self._gold()
         yield from self._functions()
 

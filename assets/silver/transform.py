@@ -56,6 +56,8 @@ QUARANTINE_COLUMNS = [
 ]
 #: identifies a quarantined record: its position in Kafka
 QUARANTINE_KEY = ("topic", "partition", "offset")
+#: A change table's column marking records that delete their key (dropped once the changes are applied).
+DELETED = "_deleted"
 
 
 class SchemaRuleError(StreamhouseError):
@@ -107,6 +109,10 @@ class SilverSpec:
     scd_type: int = 0
     description: str = ""
     owners: tuple[str, ...] = ()
+    #: a change feed's records: ``upsert`` (the row) or ``debezium`` (an envelope whose after/before is)
+    envelope: str = "upsert"
+    #: an upsert feed's delete marker: a Spark SQL predicate over the typed fields
+    delete_when: str | None = None
 
     @property
     def keys(self) -> tuple[str, ...]:
@@ -137,7 +143,16 @@ def silver_spec(name: str, table: EventTable | ChangeTable) -> SilverSpec:
     if isinstance(table, EventTable):
         return SilverSpec(name, tuple(table.key), table.event_time, **shared)
     key = (*table.keys, table.sequence_by) if table.scd_type == 2 else tuple(table.keys)
-    return SilverSpec(name, key, None, sequence_by=table.sequence_by, scd_type=table.scd_type, **shared)
+    return SilverSpec(
+        name,
+        key,
+        None,
+        sequence_by=table.sequence_by,
+        scd_type=table.scd_type,
+        envelope=table.format,
+        delete_when=table.delete_when,
+        **shared,
+    )
 
 
 def silver_specs(pipeline: Pipeline) -> dict[str, SilverSpec]:
@@ -186,6 +201,19 @@ def split(
     # Bronze keeps raw bytes; the payload is parsed here, once, as a VARIANT that keeps each field's
     # JSON type (the typing rule), and read as a map of field texts for presence and reasons.
     bronze = bronze.withColumn(JSON_COL, parse_json(F.col("value")))
+    envelope_cols: list[Column] = []
+    if spec.envelope == "debezium":
+        # The row is the envelope's `after` (its `before` for a delete): typing, expectations and
+        # reasons below read the row; the operation and the change time stay beside it.
+        op = F.expr(f"try_variant_get({JSON_COL}, '$.op', 'string')")
+        row = F.when(op == "d", F.expr(f"try_variant_get({JSON_COL}, '$.before', 'variant')")).otherwise(
+            F.expr(f"try_variant_get({JSON_COL}, '$.after', 'variant')")
+        )
+        envelope_cols.append(op.alias("_op"))
+        if spec.sequence_by is not None and spec.sequence_by not in fields:
+            ms = F.expr(f"try_variant_get({JSON_COL}, '$.{spec.sequence_by}', 'bigint')")
+            envelope_cols.append(F.timestamp_millis(ms).alias(spec.sequence_by))
+        bronze = bronze.select("*", *envelope_cols).withColumn(JSON_COL, row)
     bronze = bronze.withColumn("payload", payload_map(F.col(JSON_COL)))
     df = bronze.select(
         "topic",
@@ -199,7 +227,14 @@ def split(
         "ingest_time",
         F.col(PARTITION_COL).alias("_bronze_date"),
         *typed_cols,
+        *(c for c in ("_op", spec.sequence_by) if spec.envelope == "debezium" and c and c not in fields),
     )
+    if spec.sequence_by is not None:  # a change table: which records delete their key
+        if spec.envelope == "debezium":
+            deletes = F.col("_op") == "d"
+        else:
+            deletes = F.expr(spec.delete_when) if spec.delete_when else F.lit(False)
+        df = df.withColumn(DELETED, F.coalesce(deletes, F.lit(False)))
     reasons: list[Column] = []
     names: list[Column] = []
     for exp in spec.drop_expectations:
@@ -231,6 +266,10 @@ def split(
     ]
     out = [*fields, "_kafka_partition", "_kafka_offset", "_ingest_time"]
     select = [F.col(n) for n in fields] + lineage
+    if spec.sequence_by is not None:
+        # a change table's sequence from the envelope, and its delete marker (dropped once applied)
+        select += [F.col(c) for c in (spec.sequence_by, DELETED) if c not in fields]
+        out += [spec.sequence_by] if spec.sequence_by not in fields else []
     if spec.time_col is not None:
         select.append(F.to_date(F.col(spec.time_col)).alias(PARTITION_COL))
         out.append(PARTITION_COL)
@@ -292,28 +331,36 @@ def row_profile(typed: DataFrame, spec: SilverSpec, rule: SchemaRule | None = No
 
 def change_history(valid: DataFrame, keys: Sequence[str], sequence_by: str) -> DataFrame:
     """SCD2: every version of a key, ordered by its sequence column, valid in ``[valid_from, valid_to)``
-    (``valid_to`` NULL for the current one). The same version received twice counts once (the last
-    ingested copy), so a replayed change feed gives the same table."""
+    (``valid_to`` NULL for the current one). A delete ends the validity of the version before it and
+    is no version itself; a later change starts a new one. The same change received twice counts once
+    (the last ingested copy), so a replayed feed gives the same table."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     deduped = deduplicate(valid, (*keys, sequence_by), latest=True)
     w = Window.partitionBy(*keys).orderBy(sequence_by)
-    return deduped.withColumn("valid_from", F.col(sequence_by)).withColumn(
+    history = deduped.withColumn("valid_from", F.col(sequence_by)).withColumn(
         "valid_to", F.lead(sequence_by).over(w)
     )
+    return _without_deletes(history)
 
 
 def latest_version(valid: DataFrame, keys: Sequence[str], sequence_by: str) -> DataFrame:
     """SCD1: the row of each key with the greatest sequence value, whatever order the changes arrived
-    in (ties: the last ingested copy)."""
+    in (ties: the last ingested copy); a key whose latest change is a delete has no row."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     lineage = ("_ingest_time", "_kafka_partition", "_kafka_offset")
     order = [F.col(sequence_by).desc(), *(F.col(c).desc() for c in lineage)]
     ranked = valid.withColumn("_rank", F.row_number().over(Window.partitionBy(*keys).orderBy(*order)))
-    return ranked.where(F.col("_rank") == 1).drop("_rank")
+    return _without_deletes(ranked.where(F.col("_rank") == 1).drop("_rank"))
+
+
+def _without_deletes(df: DataFrame) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    return df.where(~F.col(DELETED)).drop(DELETED) if DELETED in df.columns else df
 
 
 def apply_changes(valid: DataFrame, spec: SilverSpec) -> DataFrame:
