@@ -45,7 +45,13 @@ def generate(events: int, rate: float | None, bootstrap_servers: str | None, top
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     from assets import sample_data
+    from assets.pipeline.active import DEFAULT_PIPELINE, pipeline_folder
 
+    if pipeline_folder() != DEFAULT_PIPELINE:
+        raise click.UsageError(
+            f"`streamhouse generate` sends the demo's sample events, and the configured pipeline is "
+            f"{pipeline_folder()}: `streamhouse demo --pipeline {pipeline_folder()}` runs its own generator"
+        )
     client = load_settings().kafka_client(bootstrap_servers)
     pace = f"{rate:,.0f} records/s" if rate else "as fast as possible"
     click.echo(f"producing {events:,} events to {client.bootstrap_servers} ({pace})")

@@ -68,3 +68,13 @@ def test_the_scaffold_builds_its_lake_with_demo_pipeline(user_env: dict[str, str
     assert con.sql("SELECT count(*) FROM quarantine").fetchall() == bad
     normal = sorted((w.replace(tzinfo=None), m, n, round(r, 2)) for w, m, n, r in actual)
     assert normal == sorted((w.replace(tzinfo=None), m, n, round(r, 2)) for w, m, n, r in expected)
+
+
+def test_generate_says_it_is_the_demos_when_another_pipeline_is_configured(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    iot = Path(__file__).resolve().parents[2] / "examples" / "iot"
+    monkeypatch.setenv("STREAMHOUSE_PIPELINE", str(iot))
+    result = CliRunner().invoke(cli, ["generate", "--events", "5"])
+    assert result.exit_code == 2
+    assert f"`streamhouse demo --pipeline {iot}` runs its own generator" in result.output
