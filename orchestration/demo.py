@@ -7,9 +7,10 @@ the UI, and an ingest launched there finds the topics.
 
 Steps, each printed as it starts and ends: produce three days of sample events ending last midnight
 (so they land in the most recent daily partitions), ``ingest_job`` (Kafka → bronze, exactly once),
-``daily_job`` for the affected days (silver, quarantine, gold), the edge apps ``revenue`` and
-``sessions`` (application ids from ``assets.edge_apps``) over the same topics, a second ingest that
-picks up only the edge output, and the comparisons edge vs gold.
+the edge apps ``revenue``, ``sessions`` and ``revenue-windows`` (application ids from
+``assets.edge_apps``) over the same topics, a second ingest that picks up only the edge output,
+``daily_job`` for the affected days (silver, quarantine, gold and its checks, among them the edge's
+windows against gold's), and the comparisons edge vs gold.
 
 Running it again adds a new batch: bronze resumes from the offsets in its Delta commits, the edge
 apps resume from their consumer groups. Only when the lake has read further into a topic than the
@@ -36,7 +37,13 @@ from pathlib import Path
 from typing import Any
 
 from edge.errors import StreamhouseError
-from orchestration.demo_edge_runs import EdgeSessions, run_edge_revenue, run_edge_sessions, wait_caught_up
+from orchestration.demo_edge_runs import (
+    EdgeSessions,
+    run_edge_revenue,
+    run_edge_revenue_windows,
+    run_edge_sessions,
+    wait_caught_up,
+)
 from orchestration.demo_edge_vs_gold import compare_edge_with_gold, gold_revenue, gold_sessions
 from orchestration.demo_kafka import KafkaUse, use_kafka
 from orchestration.demo_offsets import count_records, group_offsets, read_to_end, stale_topics
@@ -76,6 +83,7 @@ __all__ = [
     "rows_written",
     "run_demo",
     "run_edge_revenue",
+    "run_edge_revenue_windows",
     "run_edge_sessions",
     "stale_topics",
     "step",
@@ -202,32 +210,42 @@ def run_demo(
                     ingest = run_ingest(defs, instance, run_config=QUIET_RUN_CONFIG, on_event=progress)
                 summary.add("Bronze", bronze_summary(ingest, settings.lake_root / "bronze"))
                 written = rows_written([ingest.result])
-                # A daily partition exists once its day is over: today's (sessions reach D+1) is not one yet.
-                days = [d for d in ingest.affected_days if DAILY.has_partition_key(d)]
-                with step(f"daily_job: silver, quarantine and gold for {len(days)} day(s)"):
-                    started = time.perf_counter()
-                    with RunProgress("daily_job") as progress:
-                        results = run_daily(
-                            defs, days, instance, run_config=QUIET_RUN_CONFIG, on_event=progress
-                        )
-                # the tables' rows go to the summary's table of this run vs the totals (lake_tables)
-                rows = daily_summary(days, results, time.perf_counter() - started)
-                summary.add(*rows[0])
-                written = rows_written(results, written)
             with step("edge app revenue (examples.revenue) over the orders"):
                 edge = run_edge_revenue(settings, client, topic_prefix, summary)
             with step("edge app sessions (examples.click_sessions) over the clicks"):
                 sessions = run_edge_sessions(settings, client, topic_prefix, summary)
+            with step("edge app revenue-windows (examples.revenue_windows) over the orders"):
+                run_edge_revenue_windows(settings, client, topic_prefix, summary)
             with step("ingest_job again: only the edge output is new"), RunProgress("ingest_job") as progress:
                 again = run_ingest(defs, instance, run_config=QUIET_RUN_CONFIG, on_event=progress)
             written = rows_written([again.result], written)
-            others = sum(n for t, n in again.records.items() if t != sample_data.EDGE_REVENUE)
+            edge_topics = (sample_data.EDGE_REVENUE, sample_data.EDGE_REVENUE_5M)
+            others = sum(n for t, n in again.records.items() if t not in edge_topics)
             summary.add(
                 "Bronze, edge output",
-                f"{again.records.get(sample_data.EDGE_REVENUE, 0):,} records of {topic_prefix}"
-                f"{sample_data.EDGE_REVENUE} → bronze/{sample_data.EDGE_REVENUE} ({others} new raw "
-                "records: the rerun resumed exactly where the first stopped)",
+                "; ".join(
+                    f"{again.records.get(t, 0):,} records of {topic_prefix}{t} → bronze/{t}"
+                    for t in edge_topics
+                )
+                + f" ({others} new raw records: the rerun resumed exactly where the first stopped)",
             )
+            # The daily job after the edge apps' output is in bronze: gold's check edge_windows_match_gold
+            # compares the revenue-windows app's windows with gold's (it has nothing to compare before).
+            # A daily partition exists once its day is over: today's (sessions reach D+1) is not one yet.
+            affected = sorted({*ingest.affected_days, *again.affected_days})
+            days = [d for d in affected if DAILY.has_partition_key(d)]
+            with (
+                warnings.catch_warnings(),
+                step(f"daily_job: silver, quarantine and gold for {len(days)} day(s)"),
+            ):
+                warnings.simplefilter("ignore", FutureWarning)
+                started = time.perf_counter()
+                with RunProgress("daily_job") as progress:
+                    results = run_daily(defs, days, instance, run_config=QUIET_RUN_CONFIG, on_event=progress)
+            # the tables' rows go to the summary's table of this run vs the totals (lake_tables)
+            rows = daily_summary(days, results, time.perf_counter() - started)
+            summary.add(*rows[0])
+            written = rows_written(results, written)
     finally:
         if own_instance:
             instance.dispose()

@@ -1,5 +1,6 @@
-"""The demo's edge apps (``examples.revenue`` and ``examples.click_sessions``): run until caught up,
-then read their stores over the interactive-query HTTP server.
+"""The demo's edge apps (``examples.revenue``, ``examples.click_sessions`` and
+``examples.revenue_windows``): run until caught up, then read their stores over the interactive-query
+HTTP server.
 
 Each app resumes from its consumer group, so a rerun of the demo reads only the new records; the
 result is what the lake's gold tables are compared with (``orchestration.demo_edge_vs_gold``).
@@ -153,3 +154,44 @@ def run_edge_sessions(
         + (f"; {late:,} clicks dropped as late (their session had closed)" if late else ""),
     )
     return EdgeSessions(sessions, late, undecodable)
+
+
+def run_edge_revenue_windows(
+    settings: Settings, client: KafkaClientConfig, prefix: str, summary: DemoSummary
+) -> int:
+    """The ``revenue-windows`` edge app over the orders until caught up, so that bronze ingests its
+    windows and gold's check ``edge_windows_match_gold`` compares them; returns the records it dropped.
+
+    It runs as catching up on a backlog needs (``examples.revenue_windows``' docstring): every update of
+    a window, with a grace covering the batch, since the three days of orders reach its repartition
+    topic one input partition after another (Kafka Streams does the same) and a one-day grace dropped
+    about half of them. The records it drops are then the malformed orders silver quarantines too
+    (Kafka's dropped-records counts them with any late ones)."""
+    from assets.edge_apps import edge_app
+    from assets.sample_data import EDGE_REVENUE_5M, ORDERS
+    from edge.kafka import TopicSpec, create_topics
+    from examples.revenue_windows import BACKLOG_GRACE, topology
+
+    application_id = f"{prefix}{edge_app('revenue-windows').application_id}"
+    orders, output = f"{prefix}{ORDERS}", f"{prefix}{EDGE_REVENUE_5M}"
+    expected = pending_records(client, application_id, orders)
+    create_topics(client, [TopicSpec(output, 4)])
+    started = time.perf_counter()
+    app = _start_app(
+        settings, client, topology(orders, output, BACKLOG_GRACE, final_only=False), application_id
+    )
+    try:
+        wait_caught_up(app, expected, application_id)
+        tasks = app.stores.dropped_records() if app.stores is not None else []
+        dropped = sum(n for _task, n in tasks)
+    finally:
+        app.close(30)
+    summary.add(
+        "Edge app revenue windows",
+        f"examples.revenue_windows (application.id {application_id}) read {expected:,} new orders in "
+        f"{time.perf_counter() - started:.1f}s: 5-minute windows per product to {output}, every update "
+        f"(grace {BACKLOG_GRACE.days} days: the batch is a backlog; docs/demo.md); {dropped:,} records "
+        "dropped (malformed, as silver quarantines them, or late); gold's check edge_windows_match_gold "
+        "compares the windows",
+    )
+    return dropped

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
-from dagster import AssetKey, AssetMaterialization, DagsterInstance
+from dagster import AssetCheckKey, AssetKey, AssetMaterialization, DagsterInstance
 
 from assets.bronze.ingest import app_id, ingest_topic
 from assets.delta import AppTransaction
@@ -59,8 +59,9 @@ def test_demo_end_to_end(kafka_broker: KafkaClientConfig, spark, tmp_path: Path)
     assert steps["silver/orders"].startswith("version 0")
     assert f"application.id {prefix}revenue" in steps["Edge app revenue"]
     assert "store 'revenue-by-product' holds" in steps["Edge app revenue"]
-    # the edge app's output lands in its own bronze table; the rerun found no new raw records
-    assert "→ bronze/edge_revenue_by_product (0 new raw records" in steps["Bronze, edge output"]
+    # the edge apps' output lands in their own bronze tables; the rerun found no new raw records
+    assert "→ bronze/edge_revenue_by_product; " in steps["Bronze, edge output"]
+    assert "→ bronze/edge_revenue_5m (0 new raw records" in steps["Bronze, edge output"]
     assert int(steps["Bronze, edge output"].split()[0].replace(",", "")) > 0
     # one demo run in a fresh lake: the live edge totals and gold agree up to the duplicate and invalid
     # records the sample data injects (silver drops them, the edge app counts duplicates)
@@ -82,6 +83,18 @@ def test_demo_end_to_end(kafka_broker: KafkaClientConfig, spark, tmp_path: Path)
         assert jobs == ["daily_job", "ingest_job"]
         assert instance.get_latest_materialization_event(AssetKey(["gold", "revenue_tumbling_5m"]))
         assert instance.get_latest_materialization_event(AssetKey(["bronze", "orders"]))
+        # Issue 46 item 4: gold's check of the edge's 5-minute windows compared them and passed on the
+        # demo's own data (the revenue-windows app ran and bronze ingested its windows before the daily
+        # job): no standing "not compared" warning. (One daily run covers the days; the per-day records
+        # it plans stay "planned" in Dagster's history.)
+        check = AssetCheckKey(AssetKey(["gold", "revenue_tumbling_5m"]), "edge_windows_match_gold")
+        history = instance.event_log_storage.get_asset_check_execution_history(check, limit=50)
+        done = [r for r in history if r.status.value != "PLANNED"]
+        assert len(done) == 1, [r.status for r in history]
+        evaluation = done[0].event.dagster_event.event_specific_data
+        assert evaluation.passed and evaluation.description == "passed: 0 unexpected rows"
+        assert {"2026-01-05", "2026-01-06", "2026-01-07"} <= set(evaluation.metadata["days"].value)
+        assert evaluation.metadata["element_count"].value > 100  # windows were compared
     finally:
         instance.dispose()
 
