@@ -456,10 +456,11 @@ def _gold() -> list[Suite]:
                 rows(
                     "edge_windows_match_gold",
                     _EDGE_RECONCILE,
-                    "every window the edge app examples.revenue_windows has closed (bronze/edge_revenue_5m: "
-                    "product, window start, orders, units, revenue; a product's windows up to the last one "
-                    "the edge emitted for it) equals gold's; windows still open at the edge are not "
-                    "compared, and without the edge's table there is nothing to compare",
+                    "the latest value of every window the edge app examples.revenue_windows emitted "
+                    "(bronze/edge_revenue_5m: product, window start, orders, units, revenue; closed windows "
+                    "when it runs live, every update while the demo catches up on a backlog) equals gold's; "
+                    "windows the edge has not emitted are not compared, and without the edge's table there "
+                    "is nothing to compare",
                     WARN,
                 ),
             ),
