@@ -129,6 +129,8 @@ def _failure_as_error() -> Iterator[None]:
 
     try:
         yield
+    except Failure as exc:  # in-process runs raise the step's Failure itself
+        raise PipelineDemoError(str(exc.description)) from None
     except DagsterExecutionStepExecutionError as exc:
         cause = exc.user_exception
         if isinstance(cause, Failure):

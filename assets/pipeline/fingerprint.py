@@ -43,7 +43,11 @@ def logic_fingerprint(pipeline: Pipeline, table: str) -> str:
     declared = silver or pipeline.gold_tables[table]
     # A silver table's fields are compared on their own (``changed_fields``): adding one is no change.
     exclude = _PRESENTATION | ({"fields"} if silver is not None else set())
-    body: dict[str, Any] = declared.model_dump(mode="json", by_alias=True, exclude=exclude)
+    # Values left at their defaults are left out: a key a later version adds (with a default) changes
+    # no table's fingerprint, so an upgrade never looks like changed logic.
+    body: dict[str, Any] = declared.model_dump(
+        mode="json", by_alias=True, exclude=exclude, exclude_defaults=True
+    )
     if isinstance(declared, PythonTable):
         body["source"] = _python_source(declared.function)
     text = json.dumps({"table": table, **body}, sort_keys=True, separators=(",", ":"))

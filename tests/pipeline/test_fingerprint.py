@@ -121,3 +121,13 @@ def test_a_field_may_be_added_to_a_silver_table_never_removed_or_retyped(tmp_pat
     assert why is not None and "quantity retyped int -> long" in why
     removed = fields_json(demo, "orders").replace('"product_id": "string", ', "")
     assert "product_id removed" in (changed_logic("silver", "orders", uri, logic, removed) or "")
+
+
+def test_a_key_left_at_its_default_is_no_part_of_the_fingerprint(tmp_path: Path) -> None:
+    """Writing a default out, or a later version adding a key with a default, is no change of logic."""
+    demo = load_pipeline(DEMO)
+    (tmp_path / "d").mkdir()
+    spelled = _declaration(tmp_path / "d", "size: 5m")
+    text = (spelled / "pipeline.yaml").read_text()
+    (spelled / "pipeline.yaml").write_text(text.replace("scd_type: 2", "scd_type: 2\n    format: upsert"))
+    assert logic_fingerprint(load_pipeline(spelled), "customers") == logic_fingerprint(demo, "customers")
