@@ -265,6 +265,12 @@ class _References:
                         (*where, "from"),
                         f"{_dotted(where)}.from: {gold.input!r} is not an event table with an event_time",
                     )
+            elif not self._daily(gold.input):
+                yield self.source.problem(
+                    (*where, "from"),
+                    f"{_dotted(where)}.from: {gold.input!r} is kept whole, not by day; a join is partitioned "
+                    "by the days of its `from` table (an event table with an event_time, or a gold table)",
+                )
             for _side, columns, table in (("from", left, gold.input), ("with", right, gold.with_)):
                 if columns is not None:
                     yield from self._columns((*where, "on"), gold.on, columns, table)
@@ -276,6 +282,11 @@ class _References:
                         (*where, "columns"),
                         f"{_dotted(where)}.columns: {column!r} is already a column of {gold.input!r}",
                     )
+
+    def _daily(self, table: str) -> bool:
+        """Whether a declared table is partitioned by day (every gold table is)."""
+        events = self.p.event_tables.get(table)
+        return table in self.p.gold_tables or (events is not None and events.event_time is not None)
 
     def _window(self, where: tuple[str, str], gold: WindowAggregate) -> Iterator[Problem]:
         w = gold.window

@@ -299,6 +299,29 @@ def test_the_published_json_schema_is_current_and_agrees_with_the_loader(tmp_pat
     assert len(list(validator.iter_errors(broken))) == 2
 
 
+def test_a_join_from_a_table_kept_whole_is_refused(tmp_path: Path) -> None:
+    text = MINIMAL + textwrap.dedent(
+        """\
+        change_tables:
+          merchants:
+            fields: {merchant_id: string, changed_at: timestamp}
+            keys: [merchant_id]
+            sequence_by: changed_at
+        gold_tables:
+          merchant_payments:
+            kind: join
+            from: merchants
+            with: payments
+            on: [merchant_id]
+        """
+    )
+    text = text.replace("payments: {partitions: 3}", "payments: {partitions: 3}\n  merchants: {}")
+    assert _messages(_write(tmp_path, text)) == [
+        "18: gold_tables.merchant_payments.from: 'merchants' is kept whole, not by day; a join is "
+        "partitioned by the days of its `from` table (an event table with an event_time, or a gold table)"
+    ]
+
+
 def test_as_of_join_to_an_scd2_table_is_accepted(tmp_path: Path) -> None:
     text = MINIMAL + textwrap.dedent(
         """\
